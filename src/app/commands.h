@@ -1,0 +1,17 @@
+// Subcommands of the fusedngp CLI. Each file registers one subcommand whose
+// callback does the work; errors are exceptions that main() turns into exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fusedngp {
+
+void add_info_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_render_command(CLI::App& app);
+void add_export_command(CLI::App& app);
+
+// What `fusedngp` does with no subcommand.
+int run_default();
+
+} // namespace fusedngp

@@ -1,0 +1,40 @@
+// The CPU reference backend: fp32 Trainer, host sampling.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace fusedngp {
+
+class CpuBackend : public Backend {
+public:
+    CpuBackend(const json& config, const TrainingData& data, uint64_t seed);
+
+    std::string name() const override { return "cpu"; }
+    const json& config() const override { return config_; }
+
+    float train_step(uint32_t batch_size) override;
+    uint64_t step() const override { return trainer_.optimizer().step_count(); }
+    void inference(const Matrix<float>& inputs, Matrix<float>& outputs) override;
+
+    size_t n_params() const override { return trainer_.model().n_params(); }
+    size_t n_encoding_params() const override { return trainer_.model().n_encoding_params(); }
+    size_t n_network_params() const override { return trainer_.model().n_network_params(); }
+    std::vector<NamedTensor> named_tensors() const override { return trainer_.model().named_tensors(); }
+    std::vector<float> inference_params() const override;
+
+    TrainingState save_state() const override;
+    void load_state(const TrainingState& state) override;
+
+    StepTimings last_timings() const override { return trainer_.last_timings(); }
+    double learning_rate() const override { return trainer_.optimizer().learning_rate(); }
+    void set_learning_rate(double lr) override { trainer_.optimizer().set_learning_rate(lr); }
+
+private:
+    json config_;
+    const TrainingData& data_;
+    mutable Trainer<float> trainer_;  // mutable: optimizer state() hands out pointers
+    Rng rng_;
+    Matrix<float> inputs_, targets_;
+};
+
+} // namespace fusedngp
