@@ -1,0 +1,68 @@
+// Runs the fusedngp binary in tests and captures its exit code and output.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fusedngp::test {
+
+struct CliResult {
+    int exit_code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+inline std::string read_text(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// A fresh, empty directory under the system temp dir, unique per call.
+inline std::filesystem::path make_temp_dir(const std::string& tag) {
+    static int counter = 0;
+    auto dir = std::filesystem::temp_directory_path() /
+               ("fusedngp_test_" + tag + "_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+// `args` is appended to the binary path as-is (quote paths yourself).
+inline CliResult run_cli(const std::string& args) {
+    static int counter = 0;
+    auto dir = std::filesystem::temp_directory_path();
+    std::string tag = std::to_string(getpid()) + "_" + std::to_string(counter++);
+    std::string out_path = (dir / ("fngp_out_" + tag)).string();
+    std::string err_path = (dir / ("fngp_err_" + tag)).string();
+    std::string cmd = std::string(FUSEDNGP_BINARY) + " " + args + " >" + out_path + " 2>" + err_path + " </dev/null";
+    int status = std::system(cmd.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_text(out_path);
+    r.err = read_text(err_path);
+    std::filesystem::remove(out_path);
+    std::filesystem::remove(err_path);
+    return r;
+}
+
+inline int count_lines(const std::string& s) {
+    int n = 0;
+    for (char c : s) n += (c == '\n');
+    if (!s.empty() && s.back() != '\n') ++n;
+    return n;
+}
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+}
+
+} // namespace fusedngp::test
