@@ -1,0 +1,187 @@
+// `fusedngp train`: train a model on data, then write a snapshot, a render and
+// summary.json into the output directory. Also what `fusedngp` runs with no
+// arguments (the bundled image, until the GUI takes over).
+#include "app/commands.h"
+
+#include "app/interrupt.h"
+#include "app/output_dir.h"
+#include "app/progress.h"
+#include "backends/backend.h"
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/image.h"
+#include "modes/image_mode.h"
+#include "modes/mode.h"
+#include "modes/training_loop.h"
+#include "persist/snapshot.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace fusedngp {
+
+namespace {
+
+struct TrainOptions {
+    std::string data;
+    std::string mode;
+    std::string config;
+    std::string backend;
+    uint64_t steps = 0;
+    double seconds = 0;
+    uint32_t batch_size = 1 << 14;
+    uint64_t seed = 1337;
+    std::string out = "out";
+    std::string resume;
+    uint64_t log_every = 100;
+    double eval_every = 10.0;
+};
+
+std::string default_data_path() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
+
+double json_number_or_null(double v) { return std::isfinite(v) ? v : 1e9; }
+
+// The config to train with: the snapshot's when resuming (a --config that
+// differs is an error), else the mode's default or the user's file.
+json resolve_config(const TrainOptions& o, const std::string& mode, const Snapshot* resumed) {
+    if (!resumed) return load_mode_config(mode, o.config);
+    if (!o.config.empty()) {
+        json given = load_mode_config(mode, o.config);
+        if (given != resumed->config) {
+            throw InputError(o.resume + ": the snapshot was trained with a different config than " + o.config +
+                             " (resume without --config to continue with the snapshot's)");
+        }
+    }
+    return resumed->config;
+}
+
+void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::string& mode, const TrainingData& data) {
+    if (s.mode != mode) throw InputError(o.resume + ": snapshot is for mode \"" + s.mode + "\", not \"" + mode + "\"");
+    if (s.n_input_dims != data.n_input_dims() || s.n_output_dims != data.n_output_dims()) {
+        throw InputError(o.resume + ": snapshot model maps " + std::to_string(s.n_input_dims) + " -> " +
+                         std::to_string(s.n_output_dims) + " values, but " + o.data + " needs " +
+                         std::to_string(data.n_input_dims()) + " -> " + std::to_string(data.n_output_dims()));
+    }
+}
+
+json summary_json(const TrainOptions& o, const std::string& mode, const Backend& b, const TrainOutcome& outcome,
+                  const ImageQuality& q, const Image& image, const json& psnr_history) {
+    double secs = outcome.last.train_seconds;
+    return json{{"mode", mode},
+                {"backend", b.name()},
+                {"data", o.data},
+                {"steps", outcome.last.step},
+                {"steps_this_run", outcome.last.steps_this_run},
+                {"seconds", secs},
+                {"steps_per_second", secs > 0 ? outcome.last.steps_this_run / secs : 0.0},
+                {"loss", outcome.last.loss},
+                {"psnr", json_number_or_null(q.psnr)},
+                {"ssim", q.ssim},
+                {"stop_reason", stop_reason_name(outcome.reason)},
+                {"batch_size", o.batch_size},
+                {"seed", o.seed},
+                {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
+                {"image", image_mode_info(image)},
+                {"psnr_history", psnr_history},
+                {"config", b.config()}};
+}
+
+int run_train(TrainOptions o) {
+    if (o.data.empty()) o.data = default_data_path();
+    std::string mode = o.mode.empty() ? infer_mode(o.data) : mode_spec(o.mode).name;
+    if (!mode_spec(mode).implemented) throw InputError("mode \"" + mode + "\" is not implemented yet (image is)");
+    if (o.backend.empty()) o.backend = available_backends().front();
+    if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
+    if (o.steps == 0 && o.seconds <= 0) o.steps = 2000;
+
+    // Validate everything before training, so bad input leaves no output behind.
+    std::unique_ptr<Snapshot> resumed;
+    if (!o.resume.empty()) resumed = std::make_unique<Snapshot>(load_snapshot(o.resume));
+    Image image = load_image(o.data);
+    ImageTrainingData data(image);
+    if (resumed) check_resume_fits(*resumed, o, mode, data);
+    json config = resolve_config(o, mode, resumed.get());
+    prepare_output_dir(o.out);
+
+    std::unique_ptr<Backend> backend = create_backend(o.backend, config, data, o.seed);
+    if (resumed) backend->load_state(resumed->state);
+
+    std::printf("data      %s: %s\n", o.data.c_str(), image.describe().c_str());
+    std::printf("model     %zu encoding + %zu network = %zu params, backend %s, batch %u%s\n",
+                backend->n_encoding_params(), backend->n_network_params(), backend->n_params(),
+                backend->name().c_str(), o.batch_size,
+                resumed ? (", resuming at step " + std::to_string(backend->step())).c_str() : "");
+    std::fflush(stdout);
+
+    InferenceFn infer = [&](const Matrix<float>& in, Matrix<float>& out) { backend->inference(in, out); };
+    install_interrupt_handler();
+    TrainLimits limits{o.steps, o.seconds, o.batch_size};
+    ProgressPrinter progress(limits, backend->step(), o.log_every);
+    json psnr_history = json::array();
+    double last_psnr = -1, last_eval_time = 0;
+    auto report = [&](const TrainProgress& p) {
+        if (!p.finished && o.eval_every > 0 && p.train_seconds - last_eval_time >= o.eval_every) {
+            last_psnr = evaluate_image(infer, image, false).psnr;
+            last_eval_time = p.train_seconds;
+            psnr_history.push_back({p.step, p.train_seconds, last_psnr});
+        }
+        if (!p.finished) progress.update(p, last_psnr);
+        return true;
+    };
+    TrainOutcome outcome = run_training(*backend, limits, report, stop_requested());
+
+    Image render;
+    ImageQuality quality = evaluate_image(infer, image, true, &render);
+    psnr_history.push_back({outcome.last.step, outcome.last.train_seconds, quality.psnr});
+    progress.finish(outcome.last, quality.psnr);
+
+    namespace fs = std::filesystem;
+    Snapshot snap{config, mode, o.data, data.n_input_dims(), data.n_output_dims(), image_mode_info(image),
+                  backend->name(), backend->save_state()};
+    save_snapshot((fs::path(o.out) / "snapshot.fusedngp").string(), snap);
+    save_png(render, (fs::path(o.out) / "render.png").string());
+    if (image.color_space == ColorSpace::Linear) save_exr(render, (fs::path(o.out) / "render.exr").string());
+    json summary = summary_json(o, mode, *backend, outcome, quality, image, psnr_history);
+    std::string summary_text = summary.dump(2) + "\n";
+    write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
+
+    if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
+    std::printf("%llu steps in %.1f s, PSNR %.2f dB, SSIM %.4f -> %s/{snapshot.fusedngp, render.png, summary.json}\n",
+                (unsigned long long)outcome.last.step, outcome.last.train_seconds, quality.psnr, quality.ssim,
+                o.out.c_str());
+    return 0;
+}
+
+} // namespace
+
+void add_train_command(CLI::App& app) {
+    auto o = std::make_shared<TrainOptions>();
+    CLI::App* cmd = app.add_subcommand("train", "Train a model on data; writes snapshot, render and summary.json to --out");
+    cmd->add_option("--data", o->data, "training data (image: PNG/JPEG/BMP/TGA/EXR); default: the bundled data/astronaut.png");
+    cmd->add_option("--mode", o->mode, "image (sdf and nerf are coming); inferred from --data when omitted");
+    cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/<mode>.json");
+    cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
+    cmd->add_option("--steps", o->steps, "stop at this total step count (default 2000 when --seconds is not given)");
+    cmd->add_option("--seconds", o->seconds, "stop after this much training time (evaluation excluded)");
+    cmd->add_option("--batch", o->batch_size, "samples per step")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+    cmd->add_option("--out", o->out, "output directory")->capture_default_str();
+    cmd->add_option("--resume", o->resume, "continue from a snapshot written by train");
+    cmd->add_option("--log-every", o->log_every, "when stdout is not a terminal, print a line every N steps")->capture_default_str();
+    cmd->add_option("--eval-every", o->eval_every, "seconds of training between PSNR evaluations (0: only at the end)")->capture_default_str();
+    cmd->callback([o]() {
+        int rc = run_train(*o);
+        if (rc != 0) throw CLI::RuntimeError(rc);
+    });
+}
+
+int run_default() {
+    std::printf("fusedngp: training on the bundled image (see `fusedngp --help` for more)\n");
+    TrainOptions o;
+    o.seconds = 60;
+    return run_train(o);
+}
+
+} // namespace fusedngp

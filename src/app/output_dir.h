@@ -1,0 +1,16 @@
+// Output directories: created up front and probed for writability, so an
+// unwritable --out fails before any work (and leaves nothing behind).
+#pragma once
+
+#include <string>
+
+namespace fusedngp {
+
+// Creates `dir` (and parents) and checks a file can be written there.
+// Throws InputError naming the directory and the reason.
+void prepare_output_dir(const std::string& dir);
+
+// Creates the parent directory of an output file and checks it is writable.
+void prepare_output_file(const std::string& path);
+
+} // namespace fusedngp

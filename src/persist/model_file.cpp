@@ -1,0 +1,64 @@
+#include "persist/model_file.h"
+
+#include "backends/cpu_backend.h"
+#include "core/errors.h"
+#include "persist/snapshot.h"
+
+namespace fusedngp {
+
+namespace {
+
+// Training data that only carries dimensions: restoring a snapshot into a
+// backend needs the shapes, never samples.
+class ShapeOnlyData : public TrainingData {
+public:
+    ShapeOnlyData(uint32_t in, uint32_t out) : in_(in), out_(out) {}
+    uint32_t n_input_dims() const override { return in_; }
+    uint32_t n_output_dims() const override { return out_; }
+    void sample(uint32_t, Rng&, Matrix<float>&, Matrix<float>&) const override {
+        throw std::logic_error("ShapeOnlyData cannot be sampled");
+    }
+
+private:
+    uint32_t in_, out_;
+};
+
+TrainedModel open_snapshot(const std::string& path) {
+    Snapshot s = load_snapshot(path);
+    TrainedModel t;
+    t.desc = {s.config, s.mode, s.n_input_dims, s.n_output_dims, s.mode_info};
+    t.from_snapshot = true;
+    t.step = s.state.step;
+    try {
+        ShapeOnlyData shapes(s.n_input_dims, s.n_output_dims);
+        CpuBackend backend(s.config, shapes, 0);
+        backend.load_state(s.state);
+        t.inference_params = backend.inference_params();
+        t.model = std::make_unique<Model<float>>(s.n_input_dims, s.n_output_dims, s.config, 0);
+    } catch (const ConfigError& e) {
+        throw InputError(path + ": the config stored in the snapshot is invalid: " + e.what());
+    } catch (const InputError& e) {
+        throw InputError(path + ": " + e.what());
+    }
+    return t;
+}
+
+} // namespace
+
+TrainedModel open_trained_model(const std::string& path) {
+    // Both kinds are safetensors files; the metadata says which.
+    SafetensorsContents header = read_safetensors(path);
+    auto fmt = header.metadata.find("fusedngp.format");
+    if (fmt == header.metadata.end()) {
+        throw InputError(path + ": not a fusedngp snapshot or weight file (no \"fusedngp.format\" metadata)");
+    }
+    if (fmt->second == "snapshot-v1") return open_snapshot(path);
+    LoadedWeights w = load_weights(path);
+    TrainedModel t;
+    t.desc = w.desc;
+    t.inference_params = std::move(w.params);
+    t.model = std::make_unique<Model<float>>(t.desc.n_input_dims, t.desc.n_output_dims, t.desc.config, 0);
+    return t;
+}
+
+} // namespace fusedngp
