@@ -286,3 +286,25 @@ TEST(MlpFactory, ConfigErrorsNameTheField) {
                         "FullyFusedMLP, CutlassMLP, CublasMLP, MLP, Auto, CPU");
     expect_config_error(json{{"n_neurons", 64}}, "network.otype", "missing");
 }
+
+TEST(Mlp, RepeatedTrainingStepsAreBitIdentical) {
+    // Large enough for the parallel elementwise passes and Eigen's threaded GEMM.
+    Mlp<float> mlp(16, 3, 64, 2, Activation::ReLU, Activation::None);
+    std::vector<float> params(mlp.n_params());
+    mlp.init_params(params.data(), 6);
+    const Matrix<float> in = test::random_matrix(4096, 16, 14).cast<float>();
+    const Matrix<float> dout = test::random_matrix(4096, 3, 15).cast<float>();
+    std::vector<float> first, grads;
+    Matrix<float> first_din, out, din;
+    for (int run = 0; run < 3; ++run) {
+        grads.assign(mlp.n_params(), 0.0f);
+        auto ctx = mlp.forward(params.data(), in, out);
+        mlp.backward(*ctx, params.data(), in, dout, grads.data(), &din);
+        if (run == 0) {
+            first = grads;
+            first_din = din;
+        }
+        EXPECT_EQ(grads, first);
+        EXPECT_TRUE(din == first_din);
+    }
+}
