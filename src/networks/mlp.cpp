@@ -7,7 +7,6 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
-#include <typeinfo>
 
 namespace fusedngp {
 
