@@ -21,8 +21,10 @@ namespace {
 }
 
 std::string stb_reason() {
+    // stb's reason can be empty (e.g. it names an unknown PNG chunk type,
+    // which is "" when the data ends before the IEND chunk).
     const char* reason = stbi_failure_reason();
-    return std::string("stb_image: ") + (reason ? reason : "unknown error");
+    return std::string("stb_image: ") + (reason && *reason ? reason : "data ends early or is malformed");
 }
 
 struct StbFree {
