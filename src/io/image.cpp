@@ -1,0 +1,182 @@
+#include "io/image.h"
+
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/exr.h"
+
+#include <stb_image.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+namespace fusedngp {
+namespace {
+
+[[noreturn]] void fail_load(const std::string& path, const std::string& problem) {
+    throw InputError("cannot load image '" + path + "': " + problem);
+}
+
+std::string stb_reason() {
+    // stb's reason can be empty (e.g. it names an unknown PNG chunk type,
+    // which is "" when the data ends before the IEND chunk).
+    const char* reason = stbi_failure_reason();
+    return std::string("stb_image: ") + (reason && *reason ? reason : "data ends early or is malformed");
+}
+
+struct StbFree {
+    void operator()(void* p) const { stbi_image_free(p); }
+};
+
+// Copies stb's interleaved samples, scaled so the format's maximum maps to 1.
+template <typename Sample>
+Image to_image(const Sample* samples, int width, int height, int channels, float scale, ColorSpace space,
+               const std::string& path) {
+    Image image = make_image(width, height, channels, space, path);
+    for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = (float)samples[i] * scale;
+    return image;
+}
+
+Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path) {
+    if (bytes.size() > (size_t)INT_MAX) fail_load(path, "file too large for stb_image (over 2 GiB)");
+    const stbi_uc* data = bytes.data();
+    const int size = (int)bytes.size();
+    int width = 0, height = 0, channels = 0;
+    if (!stbi_info_from_memory(data, size, &width, &height, &channels)) {
+        fail_load(path, "not a supported image or corrupt header (" + stb_reason() + ")");
+    }
+    // stb rejects most empty images itself; this also covers formats it lets through.
+    check_image_dimensions(width, height, channels, path);
+
+    if (stbi_is_hdr_from_memory(data, size)) {
+        std::unique_ptr<float, StbFree> pixels(stbi_loadf_from_memory(data, size, &width, &height, &channels, 0));
+        if (!pixels) fail_load(path, "corrupt or truncated image (" + stb_reason() + ")");
+        return to_image(pixels.get(), width, height, channels, 1.0f, ColorSpace::Linear, path);
+    }
+    if (stbi_is_16_bit_from_memory(data, size)) {
+        std::unique_ptr<stbi_us, StbFree> pixels(stbi_load_16_from_memory(data, size, &width, &height, &channels, 0));
+        if (!pixels) fail_load(path, "corrupt or truncated image (" + stb_reason() + ")");
+        return to_image(pixels.get(), width, height, channels, 1.0f / 65535.0f, ColorSpace::Srgb, path);
+    }
+    std::unique_ptr<stbi_uc, StbFree> pixels(stbi_load_from_memory(data, size, &width, &height, &channels, 0));
+    if (!pixels) fail_load(path, "corrupt or truncated image (" + stb_reason() + ")");
+    return to_image(pixels.get(), width, height, channels, 1.0f / 255.0f, ColorSpace::Srgb, path);
+}
+
+std::string format_bytes(size_t bytes) {
+    static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double value = (double)bytes;
+    int unit = 0;
+    while (value >= 1024.0 && unit < 4) {
+        value /= 1024.0;
+        ++unit;
+    }
+    char text[32];
+    if (unit == 0) {
+        std::snprintf(text, sizeof(text), "%zu B", bytes);
+    } else {
+        std::snprintf(text, sizeof(text), "%.1f %s", value, kUnits[unit]);
+    }
+    return text;
+}
+
+void append_bytes(void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<uint8_t>*>(context);
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    out->insert(out->end(), bytes, bytes + size);
+}
+
+} // namespace
+
+const char* to_string(ColorSpace space) { return space == ColorSpace::Srgb ? "sRGB" : "linear"; }
+
+std::string Image::describe() const {
+    return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels) + " " +
+           to_string(color_space) + ", " + format_bytes(bytes());
+}
+
+void check_image_dimensions(int width, int height, int channels, const std::string& path) {
+    if (width <= 0 || height <= 0) {
+        throw InputError("image '" + path + "' has no pixels (" + std::to_string(width) + "x" +
+                         std::to_string(height) + ")");
+    }
+    if (channels < 1 || channels > 4) {
+        throw InputError("image '" + path + "' has " + std::to_string(channels) +
+                         " channels; supported are 1 to 4");
+    }
+}
+
+Image make_image(int width, int height, int channels, ColorSpace space, const std::string& path) {
+    check_image_dimensions(width, height, channels, path);
+    Image image;
+    image.width = width;
+    image.height = height;
+    image.channels = channels;
+    image.pixels.assign((size_t)width * (size_t)height * (size_t)channels, 0.0f);
+    image.color_space = space;
+    image.path = path;
+    return image;
+}
+
+double srgb_to_linear(double encoded) {
+    return encoded <= 0.04045 ? encoded / 12.92 : std::pow((encoded + 0.055) / 1.055, 2.4);
+}
+
+double linear_to_srgb(double linear) {
+    return linear <= 0.0031308 ? linear * 12.92 : 1.055 * std::pow(linear, 1.0 / 2.4) - 0.055;
+}
+
+Image convert_color_space(const Image& image, ColorSpace space) {
+    Image out = image;
+    if (image.color_space == space) return out;
+    out.color_space = space;
+    const int colour_channels = image.has_alpha() ? image.channels - 1 : image.channels;
+    const size_t n = image.pixel_count();
+    for (size_t i = 0; i < n; ++i) {
+        for (int c = 0; c < colour_channels; ++c) {
+            float& v = out.pixels[i * image.channels + c];
+            v = (float)(space == ColorSpace::Linear ? srgb_to_linear(v) : linear_to_srgb(v));
+        }
+    }
+    return out;
+}
+
+Image load_image(const std::string& path) {
+    std::vector<uint8_t> bytes;
+    try {
+        bytes = read_file_bytes(path);
+    } catch (const InputError& e) {
+        fail_load(path, std::string(e.what()));
+    }
+    if (bytes.empty()) fail_load(path, "the file is empty");
+    Image image = has_exr_magic(bytes) ? decode_exr(bytes, path) : decode_with_stb(bytes, path);
+    image.path = path;
+    return image;
+}
+
+void save_png(const Image& image, const std::string& path) {
+    check_image_dimensions(image.width, image.height, image.channels, path);
+    const Image srgb = convert_color_space(image, ColorSpace::Srgb);
+    std::vector<uint8_t> samples(srgb.pixels.size());
+    for (size_t i = 0; i < samples.size(); ++i) {
+        const float v = std::isnan(srgb.pixels[i]) ? 0.0f : std::clamp(srgb.pixels[i], 0.0f, 1.0f);
+        samples[i] = (uint8_t)std::lround(v * 255.0f);
+    }
+    std::vector<uint8_t> encoded;
+    const int stride = image.width * image.channels;
+    if (!stbi_write_png_to_func(append_bytes, &encoded, image.width, image.height, image.channels, samples.data(),
+                                stride)) {
+        throw InputError("cannot write '" + path + "': PNG encoding failed");
+    }
+    write_file_atomically(path, encoded);
+}
+
+void save_exr(const Image& image, const std::string& path) {
+    check_image_dimensions(image.width, image.height, image.channels, path);
+    write_file_atomically(path, encode_exr(convert_color_space(image, ColorSpace::Linear), path));
+}
+
+} // namespace fusedngp

@@ -1,0 +1,709 @@
+// Image IO: loading/saving round trips, colour conventions, error handling,
+// atomic writes, bilinear sampling and metrics.
+#include "io/atomic_file.h"
+#include "io/half.h"
+#include "io/image.h"
+#include "io/metrics.h"
+#include "io/sampling.h"
+
+#include "io_test_util.h"
+
+#include <stb_image_write.h>
+#include <tinyexr.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace fusedngp;
+using fusedngp::test::expect_input_error;
+using fusedngp::test::ScratchDir;
+
+namespace {
+
+const std::string kSharedImages = FUSEDNGP_SOURCE_DIR "/../shared/data/image";
+
+// An image with seeded random values in [lo, hi).
+Image random_image(int w, int h, int c, ColorSpace space, uint64_t seed, float lo = 0.0f, float hi = 1.0f) {
+    Image image = make_image(w, h, c, space);
+    Rng rng(seed);
+    for (float& v : image.pixels) v = lo + (hi - lo) * rng.next_float();
+    return image;
+}
+
+// Random 8-bit levels k/255, which survive an 8-bit PNG exactly.
+Image random_8bit_image(int w, int h, int c, uint64_t seed) {
+    Image image = make_image(w, h, c, ColorSpace::Srgb);
+    Rng rng(seed);
+    for (float& v : image.pixels) v = (float)(rng.next_u64() % 256) / 255.0f;
+    return image;
+}
+
+// ---- a minimal PNG writer for 16-bit files (stb_image_write is 8-bit only) ----
+
+uint32_t crc32(const uint8_t* data, size_t n, uint32_t crc = 0) {
+    crc = ~crc;
+    for (size_t i = 0; i < n; ++i) {
+        crc ^= data[i];
+        for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+
+void put_be32(std::vector<uint8_t>& out, uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back((uint8_t)(v >> s));
+}
+
+void put_chunk(std::vector<uint8_t>& png, const char* type, const std::vector<uint8_t>& data) {
+    put_be32(png, (uint32_t)data.size());
+    std::vector<uint8_t> typed(type, type + 4);
+    typed.insert(typed.end(), data.begin(), data.end());
+    png.insert(png.end(), typed.begin(), typed.end());
+    put_be32(png, crc32(typed.data(), typed.size()));
+}
+
+// zlib stream made of uncompressed ("stored") deflate blocks.
+std::vector<uint8_t> zlib_stored(const std::vector<uint8_t>& raw) {
+    std::vector<uint8_t> z = {0x78, 0x01};
+    size_t pos = 0;
+    do {
+        const size_t n = std::min<size_t>(65535, raw.size() - pos);
+        z.push_back(pos + n == raw.size() ? 1 : 0);
+        z.push_back((uint8_t)(n & 0xff));
+        z.push_back((uint8_t)(n >> 8));
+        z.push_back((uint8_t)(~n & 0xff));
+        z.push_back((uint8_t)((~n >> 8) & 0xff));
+        z.insert(z.end(), raw.begin() + (long)pos, raw.begin() + (long)(pos + n));
+        pos += n;
+    } while (pos < raw.size());
+    uint32_t a = 1, b = 0;
+    for (uint8_t byte : raw) {
+        a = (a + byte) % 65521;
+        b = (b + a) % 65521;
+    }
+    put_be32(z, (b << 16) | a);
+    return z;
+}
+
+// 16-bit PNG of `samples` (interleaved, channels 1-4 -> colour types 0, 4, 2, 6).
+std::vector<uint8_t> make_png16(int w, int h, int channels, const std::vector<uint16_t>& samples) {
+    static const uint8_t kColorType[4] = {0, 4, 2, 6};
+    std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    std::vector<uint8_t> ihdr;
+    put_be32(ihdr, (uint32_t)w);
+    put_be32(ihdr, (uint32_t)h);
+    ihdr.insert(ihdr.end(), {16, kColorType[channels - 1], 0, 0, 0});
+    put_chunk(png, "IHDR", ihdr);
+    std::vector<uint8_t> raw;
+    for (int y = 0; y < h; ++y) {
+        raw.push_back(0);  // filter: none
+        for (int i = 0; i < w * channels; ++i) {
+            const uint16_t s = samples[(size_t)y * w * channels + i];
+            raw.push_back((uint8_t)(s >> 8));
+            raw.push_back((uint8_t)(s & 0xff));
+        }
+    }
+    put_chunk(png, "IDAT", zlib_stored(raw));
+    put_chunk(png, "IEND", {});
+    return png;
+}
+
+// Writes an EXR with tinyexr directly: one float plane per named channel.
+void write_raw_exr(const std::string& path, int w, int h, const std::vector<std::string>& names,
+                   std::vector<std::vector<float>> planes) {
+    const int n = (int)names.size();
+    std::vector<EXRChannelInfo> infos(n);
+    std::vector<unsigned char*> pointers(n);
+    std::vector<int> types(n, TINYEXR_PIXELTYPE_FLOAT);
+    for (int c = 0; c < n; ++c) {
+        std::memset(&infos[c], 0, sizeof(EXRChannelInfo));
+        std::strncpy(infos[c].name, names[c].c_str(), 255);
+        pointers[c] = reinterpret_cast<unsigned char*>(planes[c].data());
+    }
+    EXRImage image;
+    InitEXRImage(&image);
+    image.images = pointers.data();
+    image.width = w;
+    image.height = h;
+    image.num_channels = n;
+    EXRHeader header;
+    InitEXRHeader(&header);
+    header.num_channels = n;
+    header.channels = infos.data();
+    header.pixel_types = types.data();
+    header.requested_pixel_types = types.data();
+    header.compression_type = TINYEXR_COMPRESSIONTYPE_NONE;
+    const char* err = nullptr;
+    ASSERT_EQ(SaveEXRImageToFile(&image, &header, path.c_str(), &err), TINYEXR_SUCCESS) << (err ? err : "");
+}
+
+} // namespace
+
+// ---- conventions ------------------------------------------------------------
+
+TEST(ImageIo, SrgbTransferFunctionsInvertEachOtherAndMatchKnownValues) {
+    for (int i = 0; i <= 1000; ++i) {
+        const double x = i / 1000.0;
+        EXPECT_NEAR(srgb_to_linear(linear_to_srgb(x)), x, 1e-12);
+        EXPECT_NEAR(linear_to_srgb(srgb_to_linear(x)), x, 1e-12);
+    }
+    EXPECT_NEAR(linear_to_srgb(0.5), 0.7353569830524495, 1e-12);
+    EXPECT_NEAR(srgb_to_linear(0.5), 0.21404114048223255, 1e-12);
+    EXPECT_DOUBLE_EQ(linear_to_srgb(0.002), 0.002 * 12.92);  // linear toe
+    EXPECT_DOUBLE_EQ(srgb_to_linear(0.04), 0.04 / 12.92);
+    EXPECT_DOUBLE_EQ(linear_to_srgb(1.0), 1.0);
+    // The two pieces meet at the break points (the standard's constants make
+    // them continuous to ~1e-8).
+    EXPECT_NEAR(0.0031308 * 12.92, 1.055 * std::pow(0.0031308, 1 / 2.4) - 0.055, 1e-7);
+}
+
+TEST(ImageIo, DescribeReportsShapeColourSpaceAndMemory) {
+    Image image = make_image(512, 512, 3, ColorSpace::Srgb);
+    EXPECT_EQ(image.bytes(), 512u * 512u * 3u * sizeof(float));
+    EXPECT_EQ(image.describe(), "512x512x3 sRGB, 3.0 MiB");
+    Image small = make_image(4, 2, 1, ColorSpace::Linear);
+    EXPECT_EQ(small.describe(), "4x2x1 linear, 32 B");
+}
+
+TEST(ImageIo, ConvertColorSpaceLeavesAlphaAlone) {
+    Image image = make_image(1, 1, 4, ColorSpace::Linear);
+    image.pixels = {0.2f, 0.5f, 1.0f, 0.3f};
+    const Image srgb = convert_color_space(image, ColorSpace::Srgb);
+    EXPECT_EQ(srgb.color_space, ColorSpace::Srgb);
+    EXPECT_FLOAT_EQ(srgb.pixels[0], (float)linear_to_srgb(0.2f));
+    EXPECT_FLOAT_EQ(srgb.pixels[1], (float)linear_to_srgb(0.5f));
+    EXPECT_FLOAT_EQ(srgb.pixels[3], 0.3f);
+    const Image back = convert_color_space(srgb, ColorSpace::Linear);
+    for (int c = 0; c < 4; ++c) EXPECT_NEAR(back.pixels[c], image.pixels[c], 1e-6);
+}
+
+// ---- round trips --------------------------------------------------------------
+
+TEST(ImageIo, Png8BitRoundTripForOneToFourChannels) {
+    ScratchDir dir;
+    for (int c = 1; c <= 4; ++c) {
+        const Image image = random_8bit_image(7, 5, c, 100 + c);
+        const std::string path = dir.file("rt" + std::to_string(c) + ".png");
+        save_png(image, path);
+        const Image loaded = load_image(path);
+        ASSERT_EQ(loaded.width, 7);
+        ASSERT_EQ(loaded.height, 5);
+        ASSERT_EQ(loaded.channels, c);
+        EXPECT_EQ(loaded.color_space, ColorSpace::Srgb);
+        EXPECT_EQ(loaded.path, path);
+        for (size_t i = 0; i < image.pixels.size(); ++i) ASSERT_NEAR(loaded.pixels[i], image.pixels[i], 1e-7) << i;
+    }
+    EXPECT_EQ(dir.entries().size(), 4u);  // no temporary files left behind
+}
+
+TEST(ImageIo, SavePngEncodesLinearImagesAsSrgbAndClamps) {
+    ScratchDir dir;
+    Image image = make_image(4, 1, 2, ColorSpace::Linear);
+    image.pixels = {0.2f, 0.5f, -0.5f, 1.0f, 2.0f, 0.25f, 0.0f, 0.0f};
+    save_png(image, dir.file("a.png"));
+    const Image loaded = load_image(dir.file("a.png"));
+    EXPECT_FLOAT_EQ(loaded.pixels[0] * 255.0f, std::round(linear_to_srgb(0.2) * 255.0));
+    EXPECT_FLOAT_EQ(loaded.pixels[1] * 255.0f, std::round(0.5 * 255.0));  // alpha is not converted
+    EXPECT_EQ(loaded.pixels[2], 0.0f);                                     // clamped below
+    EXPECT_EQ(loaded.pixels[4], 1.0f);                                     // clamped above
+}
+
+TEST(ImageIo, Png16BitLoadsWithFullPrecision) {
+    ScratchDir dir;
+    for (int c : {1, 2, 3, 4}) {
+        const int w = 5, h = 3;
+        std::vector<uint16_t> samples((size_t)w * h * c);
+        Rng rng(7 + c);
+        for (auto& s : samples) s = (uint16_t)(rng.next_u64() & 0xffff);
+        samples[0] = 65535;
+        samples[1 % samples.size()] = 1;  // not representable in 8 bits
+        const std::string path = dir.file("deep" + std::to_string(c) + ".png");
+        fusedngp::test::write_bytes(path, make_png16(w, h, c, samples));
+        const Image loaded = load_image(path);
+        ASSERT_EQ(loaded.channels, c);
+        ASSERT_EQ(loaded.width, w);
+        EXPECT_EQ(loaded.color_space, ColorSpace::Srgb);
+        for (size_t i = 0; i < samples.size(); ++i) ASSERT_NEAR(loaded.pixels[i], samples[i] / 65535.0, 1e-7) << i;
+    }
+}
+
+TEST(ImageIo, ExrFloatRoundTripIsExactForOneToFourChannels) {
+    ScratchDir dir;
+    for (int c = 1; c <= 4; ++c) {
+        const Image image = random_image(6, 4, c, ColorSpace::Linear, 200 + c, -0.5f, 4.0f);  // HDR range
+        const std::string path = dir.file("rt" + std::to_string(c) + ".exr");
+        save_exr(image, path);
+        const Image loaded = load_image(path);
+        ASSERT_EQ(loaded.width, 6);
+        ASSERT_EQ(loaded.height, 4);
+        ASSERT_EQ(loaded.channels, c);
+        EXPECT_EQ(loaded.color_space, ColorSpace::Linear);
+        EXPECT_EQ(loaded.pixels, image.pixels);
+    }
+}
+
+TEST(ImageIo, SaveExrDecodesSrgbImagesToLinear) {
+    ScratchDir dir;
+    Image image = make_image(2, 1, 1, ColorSpace::Srgb);
+    image.pixels = {0.5f, 1.0f};
+    save_exr(image, dir.file("s.exr"));
+    const Image loaded = load_image(dir.file("s.exr"));
+    EXPECT_FLOAT_EQ(loaded.pixels[0], (float)srgb_to_linear(0.5f));
+    EXPECT_FLOAT_EQ(loaded.pixels[1], 1.0f);
+}
+
+TEST(ImageIo, ExrHalfChannelsMappedByName) {
+    // A half-float EXR with channels written in a non-RGB order plus an extra
+    // channel we ignore.
+    ScratchDir dir;
+    const int w = 3, h = 2, n = w * h;
+    const std::vector<std::string> names = {"B", "G", "R", "Z"};
+    std::vector<std::vector<uint16_t>> planes(4, std::vector<uint16_t>(n));
+    for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < n; ++i) planes[c][i] = float_to_half(0.125f * (float)(c * 10 + i));
+    std::vector<EXRChannelInfo> infos(4);
+    std::vector<unsigned char*> pointers(4);
+    std::vector<int> types(4, TINYEXR_PIXELTYPE_HALF);
+    for (int c = 0; c < 4; ++c) {
+        std::memset(&infos[c], 0, sizeof(EXRChannelInfo));
+        std::strncpy(infos[c].name, names[c].c_str(), 255);
+        pointers[c] = reinterpret_cast<unsigned char*>(planes[c].data());
+    }
+    EXRImage exr;
+    InitEXRImage(&exr);
+    exr.images = pointers.data();
+    exr.width = w;
+    exr.height = h;
+    exr.num_channels = 4;
+    EXRHeader header;
+    InitEXRHeader(&header);
+    header.num_channels = 4;
+    header.channels = infos.data();
+    header.pixel_types = types.data();
+    header.requested_pixel_types = types.data();
+    const std::string path = dir.file("half.exr");
+    const char* err = nullptr;
+    ASSERT_EQ(SaveEXRImageToFile(&exr, &header, path.c_str(), &err), TINYEXR_SUCCESS) << (err ? err : "");
+
+    const Image loaded = load_image(path);
+    ASSERT_EQ(loaded.channels, 3);
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(loaded.pixels[i * 3 + 0], half_to_float(planes[2][i]));  // R
+        EXPECT_EQ(loaded.pixels[i * 3 + 1], half_to_float(planes[1][i]));  // G
+        EXPECT_EQ(loaded.pixels[i * 3 + 2], half_to_float(planes[0][i]));  // B
+    }
+}
+
+TEST(ImageIo, ExrLuminanceAndAlphaGiveTwoChannels) {
+    ScratchDir dir;
+    const std::string path = dir.file("ya.exr");
+    write_raw_exr(path, 2, 1, {"A", "Y"}, {{0.25f, 0.5f}, {3.0f, 4.0f}});
+    const Image loaded = load_image(path);
+    ASSERT_EQ(loaded.channels, 2);
+    EXPECT_EQ(loaded.pixels, (std::vector<float>{3.0f, 0.25f, 4.0f, 0.5f}));
+}
+
+TEST(ImageIo, TiledExrIsAssembledFromItsTiles) {
+    // 5x3 pixels in 2x2 tiles: 3x2 tiles, the right column and bottom row cut off.
+    ScratchDir dir;
+    const int w = 5, h = 3, tile = 2, tiles_x = 3, tiles_y = 2;
+    std::vector<std::vector<float>> planes(tiles_x * tiles_y, std::vector<float>(tile * tile, -1.0f));
+    std::vector<unsigned char*> pointers(tiles_x * tiles_y);
+    std::vector<EXRTile> tiles(tiles_x * tiles_y);
+    for (int ty = 0; ty < tiles_y; ++ty) {
+        for (int tx = 0; tx < tiles_x; ++tx) {
+            const int t = ty * tiles_x + tx;
+            EXRTile& exr_tile = tiles[t];
+            std::memset(&exr_tile, 0, sizeof(EXRTile));
+            exr_tile.offset_x = tx;
+            exr_tile.offset_y = ty;
+            exr_tile.width = std::min(tile, w - tx * tile);
+            exr_tile.height = std::min(tile, h - ty * tile);
+            for (int j = 0; j < exr_tile.height; ++j)
+                for (int i = 0; i < exr_tile.width; ++i)
+                    planes[t][j * tile + i] = (float)((ty * tile + j) * w + tx * tile + i);
+            pointers[t] = reinterpret_cast<unsigned char*>(planes[t].data());
+            exr_tile.images = &pointers[t];
+        }
+    }
+    EXRChannelInfo info;
+    std::memset(&info, 0, sizeof(info));
+    std::strncpy(info.name, "Y", 255);
+    int type = TINYEXR_PIXELTYPE_FLOAT;
+    EXRImage exr;
+    InitEXRImage(&exr);
+    exr.tiles = tiles.data();
+    exr.num_tiles = (int)tiles.size();
+    exr.width = w;
+    exr.height = h;
+    exr.num_channels = 1;
+    EXRHeader header;
+    InitEXRHeader(&header);
+    header.num_channels = 1;
+    header.channels = &info;
+    header.pixel_types = &type;
+    header.requested_pixel_types = &type;
+    header.tiled = 1;
+    header.tile_size_x = tile;
+    header.tile_size_y = tile;
+    header.tile_level_mode = TINYEXR_TILE_ONE_LEVEL;
+    header.data_window = {0, 0, w - 1, h - 1};  // tinyexr counts tiles from the data window
+    header.display_window = header.data_window;
+    const std::string path = dir.file("tiled.exr");
+    const char* err = nullptr;
+    const int code = SaveEXRImageToFile(&exr, &header, path.c_str(), &err);
+    if (code != TINYEXR_SUCCESS) GTEST_SKIP() << "this tinyexr cannot write tiled files: " << (err ? err : "");
+
+    const Image loaded = load_image(path);
+    ASSERT_EQ(loaded.width, w);
+    ASSERT_EQ(loaded.height, h);
+    for (int i = 0; i < w * h; ++i) EXPECT_EQ(loaded.pixels[i], (float)i) << i;
+}
+
+TEST(ImageIo, RadianceHdrLoadsAsLinearFloat) {
+    ScratchDir dir;
+    const std::vector<float> rgb = {0.5f, 2.0f, 10.0f, 0.125f, 1.0f, 3.0f};
+    const std::string path = dir.file("a.hdr");
+    ASSERT_TRUE(stbi_write_hdr(path.c_str(), 2, 1, 3, rgb.data()));
+    const Image loaded = load_image(path);
+    EXPECT_EQ(loaded.color_space, ColorSpace::Linear);
+    ASSERT_EQ(loaded.channels, 3);
+    for (size_t i = 0; i < rgb.size(); ++i) EXPECT_NEAR(loaded.pixels[i], rgb[i], rgb[i] / 64.0f) << i;  // RGBE precision
+}
+
+TEST(ImageIo, SharedDatasetImagesLoad) {
+    const std::string png = kSharedImages + "/astronaut.png", exr = kSharedImages + "/albert.exr";
+    if (!std::filesystem::exists(png) || !std::filesystem::exists(exr)) {
+        GTEST_SKIP() << "shared images not found under " << kSharedImages;
+    }
+    const Image astronaut = load_image(png);
+    EXPECT_EQ(astronaut.describe(), "512x512x3 sRGB, 3.0 MiB");
+    const Image albert = load_image(exr);
+    EXPECT_EQ(albert.color_space, ColorSpace::Linear);
+    EXPECT_GT(albert.width, 0);
+    EXPECT_TRUE(albert.channels == 1 || albert.channels == 3 || albert.channels == 4) << albert.describe();
+    // An 8-bit PNG survives save/load exactly.
+    ScratchDir dir;
+    save_png(astronaut, dir.file("copy.png"));
+    EXPECT_EQ(psnr(astronaut, load_image(dir.file("copy.png"))), std::numeric_limits<double>::infinity());
+}
+
+// ---- bad input ----------------------------------------------------------------
+
+TEST(ImageIoErrors, MissingFile) {
+    ScratchDir dir;
+    const std::string path = dir.file("nope.png");
+    expect_input_error([&] { load_image(path); }, {path, "No such file"});
+}
+
+TEST(ImageIoErrors, EmptyFile) {
+    ScratchDir dir;
+    const std::string path = dir.file("empty.png");
+    fusedngp::test::write_text(path, "");
+    expect_input_error([&] { load_image(path); }, {path, "empty"});
+}
+
+TEST(ImageIoErrors, TextFileNamedPng) {
+    ScratchDir dir;
+    const std::string path = dir.file("notes.png");
+    fusedngp::test::write_text(path, "this is not an image, just some text\n");
+    expect_input_error([&] { load_image(path); }, {path, "not a supported image", "stb_image"});
+}
+
+TEST(ImageIoErrors, TruncatedPng) {
+    ScratchDir dir;
+    const std::string good = dir.file("good.png"), cut = dir.file("cut.png");
+    save_png(random_image(64, 64, 3, ColorSpace::Srgb, 1), good);
+    std::vector<uint8_t> bytes = fusedngp::test::read_bytes(good);
+    ASSERT_GT(bytes.size(), 1000u);
+    bytes.resize(bytes.size() / 2);
+    fusedngp::test::write_bytes(cut, bytes);
+    expect_input_error([&] { load_image(cut); }, {cut, "corrupt or truncated", "stb_image"});
+}
+
+TEST(ImageIoErrors, TruncatedJpeg) {
+    ScratchDir dir;
+    const std::string good = dir.file("good.jpg"), cut = dir.file("cut.jpg");
+    std::vector<uint8_t> rgb(64 * 64 * 3);
+    Rng rng(5);
+    for (auto& v : rgb) v = (uint8_t)(rng.next_u64() & 0xff);
+    ASSERT_TRUE(stbi_write_jpg(good.c_str(), 64, 64, 3, rgb.data(), 90));
+    ASSERT_EQ(load_image(good).channels, 3);  // the uncut file is fine
+    std::vector<uint8_t> bytes = fusedngp::test::read_bytes(good);
+    bytes.resize(bytes.size() / 2);
+    fusedngp::test::write_bytes(cut, bytes);
+    expect_input_error([&] { load_image(cut); }, {cut, "stb_image"});
+}
+
+TEST(ImageIoErrors, ZeroSizeImages) {
+    ScratchDir dir;
+    // A BMP header claiming 0x0 pixels.
+    std::vector<uint8_t> bmp(54, 0);
+    bmp[0] = 'B';
+    bmp[1] = 'M';
+    bmp[2] = 54;      // file size
+    bmp[10] = 54;     // pixel data offset
+    bmp[14] = 40;     // info header size; width, height stay 0
+    bmp[26] = 1;      // planes
+    bmp[28] = 24;     // bits per pixel
+    const std::string bmp_path = dir.file("empty.bmp");
+    fusedngp::test::write_bytes(bmp_path, bmp);
+    expect_input_error([&] { load_image(bmp_path); }, {bmp_path});
+    // A PNG whose IHDR says 0x4.
+    const std::string png_path = dir.file("empty.png");
+    fusedngp::test::write_bytes(png_path, make_png16(0, 4, 1, {}));
+    expect_input_error([&] { load_image(png_path); }, {png_path});
+    // Our own check, whatever the decoder lets through.
+    expect_input_error([] { check_image_dimensions(0, 5, 3, "x.exr"); }, {"x.exr", "no pixels"});
+    expect_input_error([] { check_image_dimensions(5, 0, 3, "x.exr"); }, {"x.exr", "no pixels"});
+    expect_input_error([] { check_image_dimensions(5, 5, 5, "x.exr"); }, {"x.exr", "channels"});
+    expect_input_error([] { make_image(0, 0, 3, ColorSpace::Srgb, "y.png"); }, {"y.png"});
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"empty.bmp", "empty.png"}));
+}
+
+TEST(ImageIoErrors, ExrWithoutUsableChannelsListsWhatItFound) {
+    ScratchDir dir;
+    const std::string depth = dir.file("depth.exr");
+    write_raw_exr(depth, 2, 2, {"Z"}, {{1, 2, 3, 4}});
+    expect_input_error([&] { load_image(depth); }, {depth, "no usable channels", "found: Z"});
+    const std::string layered = dir.file("layered.exr");
+    write_raw_exr(layered, 1, 1, {"foo.bar", "foo.baz"}, {{1}, {2}});
+    expect_input_error([&] { load_image(layered); }, {layered, "foo.bar, foo.baz"});
+}
+
+TEST(ImageIoErrors, CorruptExr) {
+    ScratchDir dir;
+    const std::string good = dir.file("good.exr"), cut = dir.file("cut.exr");
+    save_exr(random_image(32, 32, 3, ColorSpace::Linear, 3), good);
+    std::vector<uint8_t> bytes = fusedngp::test::read_bytes(good);
+    bytes.resize(bytes.size() / 2);
+    fusedngp::test::write_bytes(cut, bytes);
+    expect_input_error([&] { load_image(cut); }, {cut});
+}
+
+TEST(ImageIoErrors, SavingIntoAnUnwritableDirectoryLeavesNothing) {
+    // Tests may run as root, where permissions do not stop writes; a parent
+    // that is a regular file stops everyone.
+    ScratchDir dir;
+    fusedngp::test::write_text(dir.file("blocker"), "a file, not a directory");
+    const Image image = random_image(4, 4, 3, ColorSpace::Srgb, 9);
+    const std::string png = dir.file("blocker/out.png"), exr = dir.file("blocker/out.exr");
+    expect_input_error([&] { save_png(image, png); }, {png, "Not a directory"});
+    expect_input_error([&] { save_exr(image, exr); }, {exr, "Not a directory"});
+    const std::string missing = dir.file("no/such/dir/out.png");
+    expect_input_error([&] { save_png(image, missing); }, {missing, "No such file"});
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"blocker"});
+}
+
+// ---- atomic writes ------------------------------------------------------------
+
+TEST(AtomicFile, ReplacesTheFileWholeAndLeavesNoTemporary) {
+    ScratchDir dir;
+    const std::string path = dir.file("data.bin");
+    write_file_atomically(path, std::vector<uint8_t>{1, 2, 3});
+    write_file_atomically(path, std::vector<uint8_t>{4, 5});
+    EXPECT_EQ(fusedngp::test::read_bytes(path), (std::vector<uint8_t>{4, 5}));
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"data.bin"});
+}
+
+TEST(AtomicFile, FailingWriterKeepsTheOldFileAndRemovesTheTemporary) {
+    ScratchDir dir;
+    const std::string path = dir.file("data.bin");
+    write_file_atomically(path, std::vector<uint8_t>{7});
+    expect_input_error(
+        [&] {
+            write_file_atomically(path, [](const std::string& tmp) {
+                fusedngp::test::write_text(tmp, "half written");
+                throw std::runtime_error("disk full (simulated)");
+            });
+        },
+        {path, "disk full (simulated)"});
+    EXPECT_EQ(fusedngp::test::read_bytes(path), std::vector<uint8_t>{7});
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"data.bin"});
+    // A writer that forgets to create the file is an error too.
+    expect_input_error([&] { write_file_atomically(path, [](const std::string&) {}); }, {path, "did not create"});
+}
+
+TEST(AtomicFile, WriterGetsATemporaryPathNextToTheTarget) {
+    ScratchDir dir;
+    const std::string path = dir.file("x.txt");
+    std::string seen;
+    write_file_atomically(path, [&](const std::string& tmp) {
+        seen = tmp;
+        fusedngp::test::write_text(tmp, "ok");
+    });
+    EXPECT_EQ(seen, atomic_temp_path(path));
+    EXPECT_EQ(seen.rfind(path + ".tmp.", 0), 0u);
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"x.txt"});
+}
+
+// ---- sampling -----------------------------------------------------------------
+
+TEST(ImageSampling, BilinearIsExactAtPixelCentres) {
+    const Image image = random_image(5, 4, 3, ColorSpace::Srgb, 11);
+    const Matrix<double> centres = pixel_center_coords<double>(5, 4);
+    ASSERT_EQ(centres.rows(), 20);
+    double out[3];
+    for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < 5; ++i) {
+            const Eigen::Index row = j * 5 + i;
+            EXPECT_DOUBLE_EQ(centres(row, 0), (i + 0.5) / 5);
+            EXPECT_DOUBLE_EQ(centres(row, 1), (j + 0.5) / 4);
+            sample_bilinear<double>(image, centres(row, 0), centres(row, 1), out);
+            for (int c = 0; c < 3; ++c) EXPECT_NEAR(out[c], image.at(i, j, c), 1e-12);
+        }
+    }
+}
+
+TEST(ImageSampling, BilinearAveragesAtMidpointsAndClampsAtEdges) {
+    const Image image = random_image(4, 3, 2, ColorSpace::Srgb, 12);
+    double out[2];
+    for (int c = 0; c < 2; ++c) {
+        // Between horizontal neighbours (1,1)-(2,1): u = 2/4.
+        sample_bilinear<double>(image, 0.5, 1.5 / 3, out);
+        EXPECT_NEAR(out[c], 0.5 * ((double)image.at(1, 1, c) + image.at(2, 1, c)), 1e-12);
+        // Centre of four pixels (0,0),(1,0),(0,1),(1,1).
+        sample_bilinear<double>(image, 0.25, 1.0 / 3, out);
+        EXPECT_NEAR(out[c], 0.25 * ((double)image.at(0, 0, c) + image.at(1, 0, c) + image.at(0, 1, c) + image.at(1, 1, c)),
+                    1e-12);
+        // Quarter of the way between (2,2) and (3,2).
+        sample_bilinear<double>(image, (2.75) / 4, 2.5 / 3, out);
+        EXPECT_NEAR(out[c], 0.75 * image.at(2, 2, c) + 0.25 * image.at(3, 2, c), 1e-12);
+        // Clamp to edge: the corner pixel for anything beyond the corner centre.
+        for (double u : {0.0, 0.05, -3.0}) {
+            sample_bilinear<double>(image, u, u, out);
+            EXPECT_NEAR(out[c], image.at(0, 0, c), 1e-12);
+            sample_bilinear<double>(image, 1.0 - u, 1.0 - u, out);
+            EXPECT_NEAR(out[c], image.at(3, 2, c), 1e-12);
+        }
+    }
+    // NaN coordinates stay inside the image instead of indexing out of range.
+    sample_bilinear<double>(image, std::nan(""), 0.5, out);
+    EXPECT_TRUE(std::isfinite(out[0]));
+}
+
+TEST(ImageSampling, BilinearReproducesALinearRamp) {
+    Image image = make_image(8, 6, 1, ColorSpace::Linear);
+    for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 8; ++x) image.at(x, y, 0) = 0.1f * x + 0.05f * y;
+    Rng rng(3);
+    for (int k = 0; k < 100; ++k) {
+        // Inside the centre hull the interpolation of a linear function is exact.
+        const double u = (0.5 + 7.0 * rng.next_double()) / 8, v = (0.5 + 5.0 * rng.next_double()) / 6;
+        double out;
+        sample_bilinear<double>(image, u, v, &out);
+        const double x = u * 8 - 0.5, y = v * 6 - 0.5;
+        // Corner values are floats, so compare against the interpolated float corners.
+        EXPECT_NEAR(out, 0.1 * x + 0.05 * y, 1e-6);
+    }
+}
+
+TEST(ImageSampling, BatchIsSeededUniformAndMatchesSingleLookups) {
+    const Image image = random_image(9, 7, 3, ColorSpace::Srgb, 13);
+    Rng a(77), b(77);
+    Matrix<double> coords_a, targets_a, coords_b, targets_b;
+    sample_batch<double>(image, 500, a, coords_a, targets_a);
+    sample_batch<double>(image, 500, b, coords_b, targets_b);
+    EXPECT_EQ(coords_a, coords_b);
+    EXPECT_EQ(targets_a, targets_b);
+    ASSERT_EQ(coords_a.rows(), 500);
+    ASSERT_EQ(targets_a.cols(), 3);
+    EXPECT_GE(coords_a.minCoeff(), 0.0);
+    EXPECT_LT(coords_a.maxCoeff(), 1.0);
+    EXPECT_NEAR(coords_a.col(0).mean(), 0.5, 0.05);
+    EXPECT_NEAR(coords_a.col(1).mean(), 0.5, 0.05);
+    for (Eigen::Index i = 0; i < 500; ++i) {
+        double expected[3];
+        sample_bilinear<double>(image, coords_a(i, 0), coords_a(i, 1), expected);
+        for (int c = 0; c < 3; ++c) ASSERT_EQ(targets_a(i, c), expected[c]);
+    }
+    // Reusing the matrices does not reallocate, and the stream moves on.
+    const double* data = coords_a.data();
+    sample_batch<double>(image, 500, a, coords_a, targets_a);
+    EXPECT_EQ(coords_a.data(), data);
+    EXPECT_NE(coords_a, coords_b);
+    // The float version draws with next_float, u before v.
+    Rng c(5), reference(5);
+    Matrix<float> coords_f, targets_f;
+    sample_batch<float>(image, 3, c, coords_f, targets_f);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(coords_f(i, 0), reference.next_float());
+        EXPECT_EQ(coords_f(i, 1), reference.next_float());
+    }
+}
+
+// ---- metrics ------------------------------------------------------------------
+
+TEST(ImageMetrics, PsnrOfIdenticalImagesIsInfinite) {
+    const Image image = random_image(6, 5, 3, ColorSpace::Srgb, 14);
+    EXPECT_EQ(mse(image, image), 0.0);
+    EXPECT_EQ(psnr(image, image), std::numeric_limits<double>::infinity());
+}
+
+TEST(ImageMetrics, MseAndPsnrMatchHandComputedValues) {
+    Image a = make_image(2, 1, 2, ColorSpace::Srgb), b = make_image(2, 1, 2, ColorSpace::Srgb);
+    a.pixels = {0.0f, 1.0f, 0.5f, 0.25f};
+    b.pixels = {0.5f, 1.0f, 0.25f, 0.25f};
+    // squared errors 0.25, 0, 0.0625, 0 -> mean 0.078125
+    EXPECT_DOUBLE_EQ(mse(a, b), 0.078125);
+    EXPECT_NEAR(psnr(a, b), 11.072099696478685, 1e-12);  // -10 log10(0.078125)
+    EXPECT_DOUBLE_EQ(psnr_from_mse(0.01), 20.0);
+}
+
+TEST(ImageMetrics, DifferentShapesAreAnInputError) {
+    Image a = make_image(2, 2, 3, ColorSpace::Srgb, "a.png"), b = make_image(2, 2, 1, ColorSpace::Srgb, "b.png");
+    expect_input_error([&] { psnr(a, b); }, {"a.png", "b.png", "2x2x3", "2x2x1"});
+}
+
+TEST(ImageMetrics, SsimOfConstantImagesFollowsTheFormula) {
+    Image a = make_image(12, 11, 1, ColorSpace::Srgb), b = make_image(12, 11, 1, ColorSpace::Srgb);
+    std::fill(a.pixels.begin(), a.pixels.end(), 0.25f);
+    std::fill(b.pixels.begin(), b.pixels.end(), 0.75f);
+    const double c1 = 1e-4;
+    EXPECT_NEAR(ssim(a, b), (2 * 0.25 * 0.75 + c1) / (0.25 * 0.25 + 0.75 * 0.75 + c1), 1e-12);
+    EXPECT_NEAR(ssim(a, a), 1.0, 1e-12);
+    expect_input_error([] {
+        Image s = make_image(10, 20, 1, ColorSpace::Srgb, "small.png");
+        ssim(s, s);
+    }, {"small.png", "11x11"});
+}
+
+TEST(ImageMetrics, SsimMatchesADirectWindowSum) {
+    const Image a = random_image(14, 12, 2, ColorSpace::Srgb, 15);
+    Image b = a;
+    Rng rng(16);
+    for (float& v : b.pixels) v = std::clamp(v + 0.2f * (rng.next_float() - 0.5f), 0.0f, 1.0f);
+    // Direct evaluation: full 2D Gaussian window at every valid position.
+    double g[11], gsum = 0;
+    for (int k = 0; k < 11; ++k) gsum += (g[k] = std::exp(-(k - 5) * (k - 5) / (2 * 1.5 * 1.5)));
+    double total = 0;
+    int count = 0;
+    for (int c = 0; c < 2; ++c) {
+        for (int y0 = 0; y0 + 11 <= 12; ++y0) {
+            for (int x0 = 0; x0 + 11 <= 14; ++x0) {
+                double mx = 0, my = 0, sxx = 0, syy = 0, sxy = 0;
+                for (int j = 0; j < 11; ++j) {
+                    for (int i = 0; i < 11; ++i) {
+                        const double w = g[i] * g[j] / (gsum * gsum);
+                        const double x = a.at(x0 + i, y0 + j, c), y = b.at(x0 + i, y0 + j, c);
+                        mx += w * x;
+                        my += w * y;
+                        sxx += w * x * x;
+                        syy += w * y * y;
+                        sxy += w * x * y;
+                    }
+                }
+                const double vx = sxx - mx * mx, vy = syy - my * my, cov = sxy - mx * my;
+                total += (2 * mx * my + 1e-4) * (2 * cov + 9e-4) / ((mx * mx + my * my + 1e-4) * (vx + vy + 9e-4));
+                ++count;
+            }
+        }
+    }
+    const double value = ssim(a, b);
+    EXPECT_NEAR(value, total / count, 1e-10);
+    EXPECT_LT(value, 0.99);
+    EXPECT_GT(value, 0.0);
+    EXPECT_NEAR(ssim(b, a), value, 1e-12);
+}
