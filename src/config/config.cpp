@@ -102,7 +102,7 @@ json default_config() {
             "otype": "HashGrid",
             "n_levels": 16,
             "n_features_per_level": 2,
-            "log2_hash_map_size": 19,
+            "log2_hashmap_size": 19,
             "base_resolution": 16,
             "per_level_scale": 1.3819
         },
