@@ -3,7 +3,7 @@
 #include "app/commands.h"
 
 #include "backends/backend.h"
-#include "model/model.h"
+#include "model/trainer.h"
 #include "modes/mode.h"
 
 #include <cstdio>
@@ -35,7 +35,9 @@ void print_info(const InfoOptions& o) {
     const ModeSpec& spec = mode_spec(o.mode);
     json config = load_mode_config(spec.name, o.config);
     uint32_t n_out = o.n_output_dims ? o.n_output_dims : spec.n_output_dims;
-    Model<float> model(spec.n_input_dims, n_out, config, 0);
+    // A full Trainer validates every section, loss and optimizer included.
+    Trainer<float> trainer(spec.n_input_dims, n_out, config, 0);
+    const Model<float>& model = trainer.model();
 
     std::printf("mode        %s (%u -> %u)%s\n", spec.name.c_str(), spec.n_input_dims, n_out,
                 spec.implemented ? "" : "  [training not implemented yet]");
@@ -43,8 +45,8 @@ void print_info(const InfoOptions& o) {
     std::printf("encoding    %-40s %12zu params\n", model.encoding().describe().c_str(), model.n_encoding_params());
     std::printf("network     %-40s %12zu params\n", model.network().describe().c_str(), model.n_network_params());
     std::printf("total                                                 %12zu params\n", model.n_params());
-    std::printf("loss        %s\n", config["loss"].dump().c_str());
-    std::printf("optimizer   %s\n", config["optimizer"].dump().c_str());
+    std::printf("loss        %s\n", trainer.loss().otype().c_str());
+    std::printf("optimizer   %s\n", trainer.optimizer().describe().dump().c_str());
     double param_bytes = 4.0 * model.n_params();
     std::printf("memory      %s fp32 parameters, %s with gradients and Adam moments\n",
                 human_bytes(param_bytes).c_str(), human_bytes(4 * param_bytes).c_str());
