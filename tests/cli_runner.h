@@ -60,7 +60,7 @@ inline int count_lines(const std::string& s) {
     return n;
 }
 
-inline void write_text(const std::filesystem::path& path, const std::string& text) {
+inline void write_text_file(const std::filesystem::path& path, const std::string& text) {
     std::ofstream f(path);
     f << text;
 }

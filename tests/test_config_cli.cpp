@@ -66,7 +66,7 @@ namespace {
 void expect_cli_config_error(const std::string& config_text, const std::string& expect, const std::string& mode = "image") {
     auto dir = make_temp_dir("cfg");
     auto path = dir / "config.json";
-    write_text(path, config_text);
+    write_text_file(path, config_text);
     CliResult r = run_cli("info --mode " + mode + " --config " + path.string());
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;

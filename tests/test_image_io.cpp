@@ -6,6 +6,7 @@
 #include "io/metrics.h"
 #include "io/sampling.h"
 
+#include "exr_test_util.h"
 #include "io_test_util.h"
 
 #include <stb_image_write.h>
@@ -108,35 +109,6 @@ std::vector<uint8_t> make_png16(int w, int h, int channels, const std::vector<ui
     put_chunk(png, "IDAT", zlib_stored(raw));
     put_chunk(png, "IEND", {});
     return png;
-}
-
-// Writes an EXR with tinyexr directly: one float plane per named channel.
-void write_raw_exr(const std::string& path, int w, int h, const std::vector<std::string>& names,
-                   std::vector<std::vector<float>> planes) {
-    const int n = (int)names.size();
-    std::vector<EXRChannelInfo> infos(n);
-    std::vector<unsigned char*> pointers(n);
-    std::vector<int> types(n, TINYEXR_PIXELTYPE_FLOAT);
-    for (int c = 0; c < n; ++c) {
-        std::memset(&infos[c], 0, sizeof(EXRChannelInfo));
-        std::strncpy(infos[c].name, names[c].c_str(), 255);
-        pointers[c] = reinterpret_cast<unsigned char*>(planes[c].data());
-    }
-    EXRImage image;
-    InitEXRImage(&image);
-    image.images = pointers.data();
-    image.width = w;
-    image.height = h;
-    image.num_channels = n;
-    EXRHeader header;
-    InitEXRHeader(&header);
-    header.num_channels = n;
-    header.channels = infos.data();
-    header.pixel_types = types.data();
-    header.requested_pixel_types = types.data();
-    header.compression_type = TINYEXR_COMPRESSIONTYPE_NONE;
-    const char* err = nullptr;
-    ASSERT_EQ(SaveEXRImageToFile(&image, &header, path.c_str(), &err), TINYEXR_SUCCESS) << (err ? err : "");
 }
 
 } // namespace
