@@ -286,14 +286,16 @@ void dispatch_shape(uint32_t n_dims, uint32_t n_features, Fn&& fn) {
     }
 }
 
+LevelIndex level_index(const GridOptions& o, const GridLevel& lv) {
+    const uint32_t stride = lv.indexing == GridIndexing::Tiled ? o.base_resolution : lv.resolution;
+    return {lv.indexing, stride, lv.rows - 1};
+}
+
 template <typename T>
 GridView<T> make_view(uint32_t n_dims, const GridOptions& o, const std::vector<GridLevel>& levels,
                       const std::vector<T>& scales) {
     GridView<T> v{n_dims, o.n_features_per_level, o.interpolation, &levels, &scales, {}};
-    for (const auto& lv : levels) {
-        uint32_t stride = lv.indexing == GridIndexing::Tiled ? o.base_resolution : lv.resolution;
-        v.index.push_back({lv.indexing, stride, lv.rows - 1});
-    }
+    for (const auto& lv : levels) v.index.push_back(level_index(o, lv));
     return v;
 }
 
@@ -415,8 +417,8 @@ void GridEncoding<T>::backward(const T* params, const Matrix<T>& in, const Matri
 
 template <typename T>
 uint32_t GridEncoding<T>::row_index(uint32_t level, const uint32_t* vertex) const {
-    const GridView<T> view = make_view(n_dims_, options_, levels_, scales_);
-    return n_dims_ == 2 ? vertex_row<2>(view.index.at(level), vertex) : vertex_row<3>(view.index.at(level), vertex);
+    const LevelIndex ix = level_index(options_, levels_.at(level));
+    return n_dims_ == 2 ? vertex_row<2>(ix, vertex) : vertex_row<3>(ix, vertex);
 }
 
 template <typename T>
