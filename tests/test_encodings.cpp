@@ -149,7 +149,9 @@ TEST(OneBlobEncoding, BinsHoldGaussianMassAroundTheInput) {
                 if (v > out(i, d * B + argmax)) argmax = b;
             }
             // The blob peaks in the input's own bin (x = 0.5 sits on a boundary: a tie).
-            if (fractional(u) != 0) EXPECT_EQ(argmax, (int)std::floor(u));
+            if (fractional(u) != 0) {
+                EXPECT_EQ(argmax, (int)std::floor(u));
+            }
             EXPECT_LE(sum, 1.0);
         }
     }

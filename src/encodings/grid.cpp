@@ -137,6 +137,38 @@ struct GridView {
     std::vector<LevelIndex> index;
 };
 
+// Row and weight of every corner of every sample in a block, at one level.
+// Computing them first and prefetching the rows lets the table reads of a
+// whole block be in flight together: hashed levels are megabytes of random
+// access, so this is what bounds the speed.
+template <typename T, int D>
+struct BlockCorners {
+    static constexpr int kCorners = 1 << D;
+    Cell<T, D> cell[kSampleBlock];
+    uint32_t row[kSampleBlock][kCorners];
+    T weight[kSampleBlock][kCorners];
+};
+
+template <typename T, int D, int F>
+void locate_block(const GridView<T>& g, uint32_t level, const T* table, const Matrix<T>& in, int64_t begin,
+                  int64_t end, BlockCorners<T, D>& bc) {
+    const T scale = (*g.scales)[level];
+    const LevelIndex ix = g.index[level];
+    for (int64_t s = begin; s < end; ++s) {
+        const int64_t j = s - begin;
+        locate_cell<T, D>(in.data() + s * D, scale, g.interpolation, bc.cell[j]);
+        for (int k = 0; k < BlockCorners<T, D>::kCorners; ++k) {
+            uint32_t vertex[D];
+            bc.weight[j][k] = corner_weight(bc.cell[j], k, vertex);
+            bc.row[j][k] = vertex_row<D>(ix, vertex);
+#if defined(__GNUC__)
+            __builtin_prefetch(table + (size_t)bc.row[j][k] * F);
+#endif
+        }
+    }
+    (void)table;
+}
+
 template <typename T, int D, int F>
 void forward_kernel(const GridView<T>& g, const T* params, const Matrix<T>& in, Matrix<T>& out) {
     const int64_t batch = in.rows();
@@ -145,20 +177,17 @@ void forward_kernel(const GridView<T>& g, const T* params, const Matrix<T>& in, 
     const int64_t n_blocks = (batch + kSampleBlock - 1) / kSampleBlock;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t end = std::min(batch, (b + 1) * kSampleBlock);
+        const int64_t begin = b * kSampleBlock, end = std::min(batch, begin + kSampleBlock);
+        BlockCorners<T, D> bc;
         for (uint32_t l = 0; l < n_levels; ++l) {
             const T* table = params + (*g.levels)[l].param_offset;
-            const T scale = (*g.scales)[l];
-            const LevelIndex ix = g.index[l];
-            for (int64_t s = b * kSampleBlock; s < end; ++s) {
-                Cell<T, D> cell;
-                locate_cell<T, D>(in.data() + s * D, scale, g.interpolation, cell);
+            locate_block<T, D, F>(g, l, table, in, begin, end, bc);
+            for (int64_t s = begin; s < end; ++s) {
+                const int64_t j = s - begin;
                 T acc[F] = {};
-                for (int k = 0; k < (1 << D); ++k) {
-                    uint32_t vertex[D];
-                    const T weight = corner_weight(cell, k, vertex);
-                    const T* feature = table + (size_t)vertex_row<D>(ix, vertex) * F;
-                    for (int f = 0; f < F; ++f) acc[f] += weight * feature[f];
+                for (int k = 0; k < BlockCorners<T, D>::kCorners; ++k) {
+                    const T* feature = table + (size_t)bc.row[j][k] * F;
+                    for (int f = 0; f < F; ++f) acc[f] += bc.weight[j][k] * feature[f];
                 }
                 T* y = out.data() + s * n_out + (int64_t)l * F;
                 for (int f = 0; f < F; ++f) y[f] = acc[f];
@@ -178,17 +207,17 @@ void param_gradient_kernel(const GridView<T>& g, const Matrix<T>& in, const Matr
 #pragma omp parallel for schedule(static, 1) if (batch > kSampleBlock)
     for (int64_t l = 0; l < n_levels; ++l) {
         T* grad_table = dparams + (*g.levels)[l].param_offset;
-        const T scale = (*g.scales)[l];
-        const LevelIndex ix = g.index[l];
-        for (int64_t s = 0; s < batch; ++s) {
-            Cell<T, D> cell;
-            locate_cell<T, D>(in.data() + s * D, scale, g.interpolation, cell);
-            const T* gy = dout.data() + s * n_out + l * F;
-            for (int k = 0; k < (1 << D); ++k) {
-                uint32_t vertex[D];
-                const T weight = corner_weight(cell, k, vertex);
-                T* grad_feature = grad_table + (size_t)vertex_row<D>(ix, vertex) * F;
-                for (int f = 0; f < F; ++f) grad_feature[f] += weight * gy[f];
+        BlockCorners<T, D> bc;
+        for (int64_t begin = 0; begin < batch; begin += kSampleBlock) {
+            const int64_t end = std::min(batch, begin + kSampleBlock);
+            locate_block<T, D, F>(g, (uint32_t)l, grad_table, in, begin, end, bc);
+            for (int64_t s = begin; s < end; ++s) {
+                const int64_t j = s - begin;
+                const T* gy = dout.data() + s * n_out + l * F;
+                for (int k = 0; k < BlockCorners<T, D>::kCorners; ++k) {
+                    T* grad_feature = grad_table + (size_t)bc.row[j][k] * F;
+                    for (int f = 0; f < F; ++f) grad_feature[f] += bc.weight[j][k] * gy[f];
+                }
             }
         }
     }
@@ -205,27 +234,26 @@ void input_gradient_kernel(const GridView<T>& g, const T* params, const Matrix<T
     const int64_t n_blocks = (batch + kSampleBlock - 1) / kSampleBlock;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int64_t end = std::min(batch, (b + 1) * kSampleBlock);
+        const int64_t begin = b * kSampleBlock, end = std::min(batch, begin + kSampleBlock);
+        BlockCorners<T, D> bc;
         for (uint32_t l = 0; l < n_levels; ++l) {
             const T* table = params + (*g.levels)[l].param_offset;
             const T scale = (*g.scales)[l];
-            const LevelIndex ix = g.index[l];
-            for (int64_t s = b * kSampleBlock; s < end; ++s) {
-                Cell<T, D> cell;
-                locate_cell<T, D>(in.data() + s * D, scale, g.interpolation, cell);
+            locate_block<T, D, F>(g, l, table, in, begin, end, bc);
+            for (int64_t s = begin; s < end; ++s) {
+                const int64_t j = s - begin;
+                const Cell<T, D>& cell = bc.cell[j];
                 const T* gy = dout.data() + s * n_out + (int64_t)l * F;
                 T grad_p[D] = {};  // dL/dp at this level
-                for (int k = 0; k < (1 << D); ++k) {
-                    uint32_t vertex[D];
-                    corner_weight(cell, k, vertex);
-                    const T* feature = table + (size_t)vertex_row<D>(ix, vertex) * F;
+                for (int k = 0; k < BlockCorners<T, D>::kCorners; ++k) {
+                    const T* feature = table + (size_t)bc.row[j][k] * F;
                     T dl_dweight = T(0);
                     for (int f = 0; f < F; ++f) dl_dweight += gy[f] * feature[f];
                     for (int i = 0; i < D; ++i) {
                         // d weight / d p_i: axis i's factor differentiated, the others kept.
                         T dweight = ((k >> i) & 1) ? cell.dw[i] : -cell.dw[i];
-                        for (int j = 0; j < D; ++j) {
-                            if (j != i) dweight *= ((k >> j) & 1) ? cell.w[j] : T(1) - cell.w[j];
+                        for (int a = 0; a < D; ++a) {
+                            if (a != i) dweight *= ((k >> a) & 1) ? cell.w[a] : T(1) - cell.w[a];
                         }
                         grad_p[i] += dl_dweight * dweight;
                     }
@@ -258,14 +286,16 @@ void dispatch_shape(uint32_t n_dims, uint32_t n_features, Fn&& fn) {
     }
 }
 
+LevelIndex level_index(const GridOptions& o, const GridLevel& lv) {
+    const uint32_t stride = lv.indexing == GridIndexing::Tiled ? o.base_resolution : lv.resolution;
+    return {lv.indexing, stride, lv.rows - 1};
+}
+
 template <typename T>
 GridView<T> make_view(uint32_t n_dims, const GridOptions& o, const std::vector<GridLevel>& levels,
                       const std::vector<T>& scales) {
     GridView<T> v{n_dims, o.n_features_per_level, o.interpolation, &levels, &scales, {}};
-    for (const auto& lv : levels) {
-        uint32_t stride = lv.indexing == GridIndexing::Tiled ? o.base_resolution : lv.resolution;
-        v.index.push_back({lv.indexing, stride, lv.rows - 1});
-    }
+    for (const auto& lv : levels) v.index.push_back(level_index(o, lv));
     return v;
 }
 
@@ -387,8 +417,8 @@ void GridEncoding<T>::backward(const T* params, const Matrix<T>& in, const Matri
 
 template <typename T>
 uint32_t GridEncoding<T>::row_index(uint32_t level, const uint32_t* vertex) const {
-    const GridView<T> view = make_view(n_dims_, options_, levels_, scales_);
-    return n_dims_ == 2 ? vertex_row<2>(view.index.at(level), vertex) : vertex_row<3>(view.index.at(level), vertex);
+    const LevelIndex ix = level_index(options_, levels_.at(level));
+    return n_dims_ == 2 ? vertex_row<2>(ix, vertex) : vertex_row<3>(ix, vertex);
 }
 
 template <typename T>
