@@ -382,7 +382,7 @@ TEST(GridParams, LayoutHasOneTensorPerLevel) {
     ASSERT_EQ(layout.size(), 4u);
     size_t offset = 0;
     for (size_t l = 0; l < layout.size(); ++l) {
-        EXPECT_EQ(layout[l].name, "level0" + std::to_string(l));
+        EXPECT_EQ(layout[l].name, "grid.level0" + std::to_string(l));
         EXPECT_EQ(layout[l].offset, offset);
         EXPECT_EQ(layout[l].offset, grid->levels()[l].param_offset);
         ASSERT_EQ(layout[l].shape.size(), 2u);

@@ -19,6 +19,7 @@
 #include <limits>
 
 using namespace fusedngp;
+using fusedngp::test::write_raw_exr;
 using fusedngp::test::expect_input_error;
 using fusedngp::test::ScratchDir;
 

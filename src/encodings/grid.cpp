@@ -368,7 +368,7 @@ std::vector<ParamTensor> GridEncoding<T>::param_layout() const {
     std::vector<ParamTensor> layout;
     for (size_t l = 0; l < levels_.size(); ++l) {
         char name[32];
-        std::snprintf(name, sizeof(name), "level%02zu", l);
+        std::snprintf(name, sizeof(name), "grid.level%02zu", l);
         ParamTensor t;
         t.name = name;
         t.offset = levels_[l].param_offset;
