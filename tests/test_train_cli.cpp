@@ -9,6 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <csignal>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 using namespace fusedngp::test;
@@ -250,4 +254,36 @@ TEST_F(TrainCli, BadOptions) {
     EXPECT_EQ(run_cli("render --help").exit_code, 0);
     EXPECT_EQ(run_cli("export --help").exit_code, 0);
     EXPECT_EQ(run_cli("info --help").exit_code, 0);
+}
+
+// Ctrl-C during training stops cleanly: exit 0, a snapshot, a render, and a
+// summary whose stop_reason says it was interrupted.
+TEST_F(TrainCli, InterruptSavesSnapshot) {
+    fs::path out = dir / "run";
+    std::string log = (dir / "log.txt").string();
+    std::string cmd = std::string(FUSEDNGP_BINARY) + " train --data " + kImage + " --config " + config.string() +
+                      " --seconds 120 --batch 1024 --log-every 1 --out " + out.string() + " > " + log + " 2>&1";
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
+        _exit(127);
+    }
+    // Wait until training has started (a progress line appeared), then interrupt.
+    bool started = false;
+    for (int i = 0; i < 600 && !started; ++i) {
+        usleep(50 * 1000);
+        started = read_text(log).find("step ") != std::string::npos;
+    }
+    ASSERT_TRUE(started) << read_text(log);
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << read_text(log);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << read_text(log);
+    EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp"));
+    EXPECT_TRUE(fs::exists(out / "render.png"));
+    auto summary = nlohmann::json::parse(read_text((out / "summary.json").string()));
+    EXPECT_EQ(summary["stop_reason"], "interrupted");
+    EXPECT_LT(summary["seconds"].get<double>(), 120.0);
 }
