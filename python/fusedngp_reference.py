@@ -612,8 +612,15 @@ def _layer_key(name):
     return int(m.group(1)) if m else None
 
 
-def _match_tensors(path, tensors, slots, key_of, component):
-    """Maps each slot key to its file tensor, checking presence and shape."""
+def _slot_name(key):
+    """How a slot key reads in messages: "nested1.level03", "layers.2.weight"."""
+    if isinstance(key, int):
+        return f"layers.{key}.weight"
+    scope, level = key
+    return "".join(f"nested{i}." for i in scope) + f"level{level:02d}"
+
+
+def _match_by_key(path, tensors, slots, key_of, component):
     by_key = {}
     for name in tensors:
         key = key_of(name)
@@ -621,19 +628,39 @@ def _match_tensors(path, tensors, slots, key_of, component):
             continue
         if key in by_key:
             raise WeightFileError(f"{path}: tensors \"{by_key[key]}\" and \"{name}\" both name {component} "
-                                  f"parameter {key}")
+                                  f"parameter {_slot_name(key)}")
         by_key[key] = name
     bound = {}
     for key, shape in slots:
         if key not in by_key:
-            raise WeightFileError(f"{path}: no {component} tensor for {key} (expected shape {list(shape)}); "
-                                  f"file has {list(tensors)}")
+            raise WeightFileError(f"{path}: no {component} tensor for {_slot_name(key)} (expected shape "
+                                  f"{list(shape)}); file has {list(tensors)}")
         name = by_key[key]
         if tuple(tensors[name].shape) != tuple(shape):
             raise WeightFileError(f"{path}: tensor \"{name}\" has shape {list(tensors[name].shape)}, "
                                   f"the config needs {list(shape)}")
         bound[key] = tensors[name]
     return bound
+
+
+def _match_tensors(path, tensors, slots, key_of, component):
+    """Maps each slot key to its file tensor, checking presence and shape.
+    By name first; if the names do not resolve (a spelling this script does
+    not know), by position: our writer stores tensors in layout order, so the
+    component's tensors in file order are the slots in order, provided their
+    count and every shape agree."""
+    try:
+        return _match_by_key(path, tensors, slots, key_of, component)
+    except WeightFileError as by_name:
+        candidates = [name for name in tensors if key_of(name) is not None]
+        if len(candidates) != len(slots):
+            raise WeightFileError(f"{by_name}; nor by position: the file has {len(candidates)} {component} "
+                                  f"tensors, the config needs {len(slots)}") from None
+        for name, (key, shape) in zip(candidates, slots):
+            if tuple(tensors[name].shape) != tuple(shape):
+                raise WeightFileError(f"{by_name}; nor by position: tensor \"{name}\" has shape "
+                                      f"{list(tensors[name].shape)}, {_slot_name(key)} needs {list(shape)}") from None
+        return {key: tensors[name] for name, (key, _) in zip(candidates, slots)}
 
 
 # --------------------------------------------------------------------------
