@@ -311,7 +311,7 @@ TEST(CompositeEncoding, ConcatenatesNestedOutputsAndParameters) {
     auto layout = enc->param_layout();
     ASSERT_EQ(layout.size(), 3u);
     EXPECT_EQ(layout[0].name, "nested0.grid.level00");
-    EXPECT_EQ(layout[2].name, "nested0.level02");
+    EXPECT_EQ(layout[2].name, "nested0.grid.level02");
     EXPECT_EQ(layout[2].offset + layout[2].size(), enc->n_params());
 
     // Init: nested i gets derive_seed(seed, i).
