@@ -131,3 +131,25 @@ TEST(ImageRender, TilesDoNotChangeTheResult) {
     EXPECT_FLOAT_EQ(whole.at(0, 0, 0), 0.5f / 37);
     EXPECT_FLOAT_EQ(whole.at(36, 22, 1), 22.5f / 23);
 }
+
+#ifdef _OPENMP
+#include <omp.h>
+// The CPU engine parallelises over fixed chunks of samples, so a training run
+// gives the same bits with any thread count (snapshots resume anywhere).
+TEST(ImageDeterminism, ThreadCountDoesNotChangeResults) {
+    Image image = crop(bundled_image(), 200, 200, 64, 64);
+    ImageTrainingData data(image);
+    json config = small_config({{"otype", "Adam"}, {"learning_rate", 1e-2}});
+    auto run = [&](int threads) {
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        CpuBackend b(config, data, 3);
+        for (int i = 0; i < 10; ++i) b.train_step(5000);  // several row chunks, one partial
+        omp_set_num_threads(saved);
+        return b.save_state().params;
+    };
+    std::vector<float> one = run(1), three = run(3);
+    ASSERT_EQ(one.size(), three.size());
+    EXPECT_EQ(0, std::memcmp(one.data(), three.data(), one.size() * sizeof(float)));
+}
+#endif
