@@ -17,17 +17,6 @@ using fusedngp::test::ScratchDir;
 
 namespace {
 
-float bits_float(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-uint32_t float_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof(u));
-    return u;
-}
 
 // A file image with a hand-written header (as another writer might produce
 // it) followed by `data`.

@@ -3,7 +3,6 @@
 #include <cstring>
 
 namespace fusedngp {
-namespace {
 
 uint32_t float_bits(float f) {
     uint32_t u;
@@ -16,6 +15,8 @@ float bits_float(uint32_t u) {
     std::memcpy(&f, &u, sizeof(f));
     return f;
 }
+
+namespace {
 
 // value / 2^shift rounded to nearest, ties to even (shift >= 1).
 uint32_t shift_right_round_even(uint32_t value, int shift) {

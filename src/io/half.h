@@ -14,4 +14,8 @@ uint16_t float_to_half(float value);
 // Exact (every half is representable as a float).
 float half_to_float(uint16_t half);
 
+// The bit pattern of a float and back (memcpy, no aliasing tricks).
+uint32_t float_bits(float f);
+float bits_float(uint32_t u);
+
 } // namespace fusedngp

@@ -30,18 +30,6 @@ uint64_t get_le(const uint8_t* p, int n_bytes) {
     return value;
 }
 
-uint32_t float_bits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-float bits_float(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 // Checked product of a shape (false on overflow).
 bool checked_product(const std::vector<size_t>& shape, size_t& product) {
     product = 1;
