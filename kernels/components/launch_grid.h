@@ -1,0 +1,55 @@
+// Host entry points of the multi-resolution grid encoding kernels.
+// The arithmetic follows docs/ENCODINGS.md ("Grid") exactly; level scales,
+// resolutions and offsets come from the CPU GridEncoding<float>::levels().
+#pragma once
+
+#include "gpu/components/device_rows.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fusedngp::gpu {
+
+// How a level maps a grid vertex to a table row (values of GridIndexing).
+enum class GridRowIndexing : uint32_t { Dense = 0, Tiled = 1, Hash = 2 };
+// Values of GridInterpolation.
+enum class GridWeights : uint32_t { Linear = 0, Nearest = 1, Smoothstep = 2 };
+
+// One level, as the kernels read it (an array of these lives on the device).
+struct GridLevelInfo {
+    float scale = 0;            // (float) of the CPU level's scale: the same value
+    GridRowIndexing indexing = GridRowIndexing::Dense;
+    uint32_t stride = 0;        // Dense: resolution; Tiled: base_resolution
+    uint32_t hash_mask = 0;     // Hash: rows - 1 (rows is a power of two)
+    unsigned long long param_offset = 0;  // first element of the level's table
+};
+
+struct GridShape {
+    uint32_t n_dims = 0;       // 2 or 3
+    uint32_t n_features = 0;   // 1, 2, 4 or 8
+    uint32_t n_levels = 0;     // <= 65535 (one grid row of blocks per level)
+    GridWeights weights = GridWeights::Linear;
+    const GridLevelInfo* levels = nullptr;  // device, n_levels entries
+};
+
+// out[s][l*F + f] for every sample s < batch and level l. `table` is the
+// whole parameter block (fp16 copy or fp32 master).
+void launch_grid_forward(const GridShape& shape, const __half* table, ConstDeviceRows in, DeviceRows out,
+                         uint32_t batch, cudaStream_t stream);
+void launch_grid_forward(const GridShape& shape, const float* table, ConstDeviceRows in, DeviceRows out,
+                         uint32_t batch, cudaStream_t stream);
+
+// dparams[row of corner k][f] += weight_k * dout[s][l*F + f] (atomicAdd; the
+// caller zeroes dparams first unless it accumulates).
+void launch_grid_param_gradient(const GridShape& shape, ConstDeviceRows in, ConstDeviceRows dout, float* dparams,
+                                uint32_t batch, cudaStream_t stream);
+
+// din[s][i] = dL/dx_i, overwritten (zeros for Nearest).
+void launch_grid_input_gradient(const GridShape& shape, const __half* table, ConstDeviceRows in,
+                                ConstDeviceRows dout, DeviceRows din, uint32_t batch, cudaStream_t stream);
+void launch_grid_input_gradient(const GridShape& shape, const float* table, ConstDeviceRows in,
+                                ConstDeviceRows dout, DeviceRows din, uint32_t batch, cudaStream_t stream);
+
+} // namespace fusedngp::gpu

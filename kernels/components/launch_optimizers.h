@@ -1,0 +1,50 @@
+// Host entry points of the optimizer kernels (docs/CONFIG.md, src/optimizers).
+// Per-step values live in device memory (OptimizerCounters, EmaWeights), so
+// the launches are capturable in a CUDA graph and replayable.
+#pragma once
+
+#include "gpu/components/optimizer_state.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fusedngp::gpu {
+
+// Adam's constants as the CPU rounds them: (float)beta1, (float)(1 - beta1), ...
+// `beta1_d`/`beta2_d` are the double values for the bias corrections.
+struct AdamConstants {
+    double beta1_d = 0.9, beta2_d = 0.999;
+    float beta1 = 0, one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, epsilon = 0, l2_reg = 0;
+};
+
+// Stream-ordered writes of one counter field.
+void launch_set_step(OptimizerCounters* counters, unsigned long long step, cudaStream_t stream);
+void launch_set_learning_rate(OptimizerCounters* counters, double learning_rate, cudaStream_t stream);
+
+// ++step; step_size = (float)(lr * sqrt(1 - beta2^t) / (1 - beta1^t)), t = step,
+// lr = learning_rate * schedule(step before the increment).
+void launch_adam_begin_step(OptimizerCounters* counters, const AdamConstants& constants,
+                            const LearningRateSchedule& schedule, cudaStream_t stream);
+// One Adam update of [offset, offset + size) in rows of row_size elements;
+// with skip_zero_rows a row whose gradient is all zero is left untouched.
+void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
+                        const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
+                        size_t row_size, bool skip_zero_rows, cudaStream_t stream);
+
+// ++step; step_size = (float)(learning_rate * schedule(step before the increment)).
+void launch_sgd_begin_step(OptimizerCounters* counters, const LearningRateSchedule& schedule, cudaStream_t stream);
+// params[i] -= step_size * (grads[i] + l2_reg * params[i]) over [offset, offset + size).
+void launch_sgd_update(const OptimizerCounters* counters, float l2_reg, float* params, const float* grads,
+                       size_t offset, size_t size, cudaStream_t stream);
+
+// From the nested optimizer's (already advanced) step count t:
+// keep = (float)(d (1 - d^(t-1)) / (1 - d^t)), take = (float)((1 - d) / (1 - d^t)).
+void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, EmaWeights* weights,
+                           cudaStream_t stream);
+// average[i] = keep * average[i] + take * params[i], i < n.
+void launch_ema_update(const EmaWeights* weights, const float* params, float* average, size_t n,
+                       cudaStream_t stream);
+
+} // namespace fusedngp::gpu

@@ -1,0 +1,61 @@
+#include "gpu/components/gpu_adam.h"
+
+#include "launch_optimizers.h"
+#include "optimizers/param_groups.h"
+
+namespace fusedngp::gpu {
+
+namespace {
+
+// The CPU's per-step float constants: each rounded once from double.
+AdamConstants adam_constants(const AdamSettings& s) {
+    AdamConstants k;
+    k.beta1_d = s.beta1;
+    k.beta2_d = s.beta2;
+    k.beta1 = (float)s.beta1;
+    k.one_minus_beta1 = (float)(1.0 - s.beta1);
+    k.beta2 = (float)s.beta2;
+    k.one_minus_beta2 = (float)(1.0 - s.beta2);
+    k.epsilon = (float)s.epsilon;
+    k.l2_reg = (float)s.l2_reg;
+    return k;
+}
+
+} // namespace
+
+GpuAdam::GpuAdam(const AdamSettings& settings) : GpuLeafOptimizer(settings.learning_rate), settings_(settings) {}
+
+void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t stream) {
+    groups_ = groups;
+    const size_t extent = params_extent(groups);
+    first_moment_.resize(extent);
+    second_moment_.resize(extent);
+    first_moment_.fill_bytes(0, stream);
+    second_moment_.fill_bytes(0, stream);
+    set_step_count(0, stream);
+}
+
+bool GpuAdam::skips_rows_of(const ParamGroup& group) const {
+    switch (settings_.skip_zero_gradient_rows) {
+        case ZeroGradientRowSkip::Always: return true;
+        case ZeroGradientRowSkip::Never: return false;
+        case ZeroGradientRowSkip::Auto: break;
+    }
+    return group.row_size > 1;
+}
+
+void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
+    const AdamConstants k = adam_constants(settings_);
+    launch_adam_begin_step(counters(), k, schedule(), stream);
+    for (const ParamGroup& group : groups_) {
+        launch_adam_update(device_counters(), k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
+                           group.offset, group.size, group.row_size, skips_rows_of(group), stream);
+    }
+}
+
+std::vector<GpuStateBuffer> GpuAdam::state() {
+    return {{"first_moment", first_moment_.data(), first_moment_.size()},
+            {"second_moment", second_moment_.data(), second_moment_.size()}};
+}
+
+} // namespace fusedngp::gpu
