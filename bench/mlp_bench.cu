@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     if (opt.variants) {
         FusedMlpTuning mt1; mt1.row_tiles_per_warp = 1;
         FusedMlpTuning mt2; mt2.row_tiles_per_warp = 2;
-        FusedMlpTuning big; big.prefer_two_blocks_per_sm = false;
+        FusedMlpTuning big; big.occupancy_first = false;
         FusedMlpTuning r128; r128.rows_per_tile = 128;
         variants.push_back({"slab16", mt1});
         variants.push_back({"slab32", mt2});

@@ -24,6 +24,12 @@ namespace fusedngp::gpu {
 
 constexpr uint32_t round_up16(uint32_t x) { return (x + 15u) / 16u * 16u; }
 
+// Warps per thread block of the fused kernels.
+constexpr int kBlockWarps = 8;
+// A warp computes up to 64 hidden columns at a time (64 fp32 accumulators per
+// lane with 32-row slabs), so a hidden layer splits into this many chunks.
+constexpr uint32_t hidden_column_chunks(uint32_t width) { return width > 64 ? width / 64 : 1; }
+
 struct MlpShape {
     uint32_t n_in = 0, n_in_pad = 0;
     uint32_t width = 0;

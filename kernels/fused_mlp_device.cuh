@@ -25,7 +25,7 @@
 
 namespace fusedngp::gpu::detail {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = kBlockWarps;
 constexpr int kThreads = kWarps * 32;
 
 // ---- PTX wrappers ----------------------------------------------------------
@@ -160,14 +160,30 @@ __device__ __forceinline__ void load_input(const KernelArgs& p, const TileSmem& 
     const uint32_t n_in = p.shape.n_in;
     const bool vec4 = (n_in % 4u == 0) && (reinterpret_cast<uintptr_t>(p.in) % 16u == 0);
     if (vec4) {
+        // All loads of a batch are issued before the first store, so a tile
+        // waits for about one memory latency, not one per iteration.
+        constexpr int kBatch = 4;
         const uint32_t quads = p.shape.n_in_pad / 4u;
-        for (uint32_t idx = threadIdx.x; idx < s.rows * quads; idx += kThreads) {
-            const uint32_t r = idx / quads, c = (idx - r * quads) * 4u;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (r < valid && c < n_in) v = __ldg(reinterpret_cast<const float4*>(p.in + (size_t)(row0 + r) * n_in + c));
-            __half2* dst = half2_at(s.x, s.ldx, r, c);
-            dst[0] = __floats2half2_rn(v.x, v.y);
-            dst[1] = __floats2half2_rn(v.z, v.w);
+        const uint32_t total = s.rows * quads;
+        for (uint32_t base = threadIdx.x; base < total; base += kThreads * kBatch) {
+            float4 v[kBatch];
+            uint32_t dst[kBatch];
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                const uint32_t idx = base + j * kThreads;
+                const uint32_t r = idx / quads, c = (idx - r * quads) * 4u;
+                dst[j] = idx < total ? r * s.ldx + c : 0xFFFFFFFFu;
+                v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (idx < total && r < valid && c < n_in)
+                    v[j] = __ldg(reinterpret_cast<const float4*>(p.in + (size_t)(row0 + r) * n_in + c));
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                if (dst[j] == 0xFFFFFFFFu) continue;
+                __half2* out = reinterpret_cast<__half2*>(s.x + dst[j]);
+                out[0] = __floats2half2_rn(v[j].x, v[j].y);
+                out[1] = __floats2half2_rn(v[j].z, v[j].w);
+            }
         }
     } else {
         const uint32_t pairs = p.shape.n_in_pad / 2u;
@@ -339,6 +355,16 @@ __device__ __forceinline__ void weight_gradient_items(const __half* delta, uint3
     const uint32_t b_row = (lane & 7u) + ((lane >> 3) & 1u) * 8u, b_col = (lane >> 4) * 8u;
     for (uint32_t item = warp_id(); item < items; item += kWarps) {
         const uint32_t o0 = (item / tiles_in) * 16u, i0 = (item % tiles_in) * 16u * TN;
+        auto cell_at = [&](int j, int hh) {
+            const uint32_t o = o0 + (lane >> 2) + 8u * hh, i = i0 + j * 8u + 2u * (lane & 3u);
+            return reinterpret_cast<float2*>(partial + (size_t)o * fan_in_p + i);
+        };
+        // Fetch the running sums first: their latency hides behind the products.
+        float2 old[2 * TN][2];
+#pragma unroll
+        for (int j = 0; j < 2 * TN; ++j)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) old[j][hh] = first_tile ? make_float2(0.f, 0.f) : *cell_at(j, hh);
         float acc[2 * TN][4];
 #pragma unroll
         for (int j = 0; j < 2 * TN; ++j)
@@ -358,20 +384,10 @@ __device__ __forceinline__ void weight_gradient_items(const __half* delta, uint3
             }
         }
 #pragma unroll
-        for (int j = 0; j < 2 * TN; ++j) {
+        for (int j = 0; j < 2 * TN; ++j)
 #pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-                const uint32_t o = o0 + (lane >> 2) + 8u * hh, i = i0 + j * 8u + 2u * (lane & 3u);
-                float2* cell = reinterpret_cast<float2*>(partial + (size_t)o * fan_in_p + i);
-                float2 v = make_float2(acc[j][2 * hh], acc[j][2 * hh + 1]);
-                if (!first_tile) {
-                    const float2 old = *cell;
-                    v.x += old.x;
-                    v.y += old.y;
-                }
-                *cell = v;
-            }
-        }
+            for (int hh = 0; hh < 2; ++hh)
+                *cell_at(j, hh) = make_float2(old[j][hh].x + acc[j][2 * hh], old[j][hh].y + acc[j][2 * hh + 1]);
     }
 }
 
@@ -395,8 +411,13 @@ __device__ __forceinline__ void weight_gradient(const KernelArgs& p, const TileS
 
 // Tiles are handed out round-robin (tile = blockIdx.x + k * gridDim.x), so
 // which block sums which rows depends only on batch and grid: deterministic.
+// With 16-row slabs the narrower widths fit in 128 registers, which lets two
+// blocks share an SM; the 32-row-slab kernels need more and run one per SM.
 template <int W, int MT>
-__global__ void __launch_bounds__(kThreads, 1) fused_mlp_inference_kernel(const KernelArgs p) {
+__host__ __device__ constexpr int min_blocks_per_sm() { return (MT == 1 && W <= 128) ? 2 : 1; }
+
+template <int W, int MT>
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_mlp_inference_kernel(const KernelArgs p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const TileSmem s = make_tile_smem(p, smem_raw, false);
     for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
@@ -414,7 +435,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_mlp_inference_kernel(const 
 }
 
 template <int W, int MT>
-__global__ void __launch_bounds__(kThreads, 1) fused_mlp_train_kernel(const KernelArgs p) {
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_mlp_train_kernel(const KernelArgs p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const TileSmem s = make_tile_smem(p, smem_raw, true);
     const uint32_t D = p.shape.n_hidden;

@@ -100,50 +100,67 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
 
 size_t FusedMlp::n_params() const { return fusedngp::gpu::n_params(shape_); }
 
-// Rows per block tile: as many as shared memory allows (up to 256), because
-// each tile costs a fixed number of barriers and one read-modify-write of the
-// block's weight-gradient partial; but if a tile of >= 128 rows still lets two
-// blocks share an SM, prefer that (twice the warps to hide latency).
+// Chooses the block tile (rows) and slab height (16 * mt). Candidates:
+//  - fit in shared memory (one block's share of the 227 KB);
+//  - balanced: the row-phase work items (slabs x column chunks) are a
+//    multiple of the 8 warps, so no warp idles through a layer (skipped only
+//    if no candidate is balanced).
+// Among them, the most rows resident per SM (blocks/SM x rows) wins: the
+// kernels are latency-bound and another block's warps fill each barrier. Ties
+// go to more blocks for inference (nothing per tile to amortise) and to
+// larger tiles for training (each tile costs a read-modify-write of the
+// block's weight-gradient partial), then to 32-row slabs (half the weight
+// traffic). occupancy_first = false just takes the largest tile.
 FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
     const size_t row_bytes = smem_halves_per_row(shape_, training) * 2;
-    const uint32_t cap = tuning_.rows_per_tile ? tuning_.rows_per_tile : 256;
-    const int forced = tuning_.row_tiles_per_warp;
-    for (int mt : {2, 1}) {
-        if (forced != 0 && forced != mt) continue;
-        const uint32_t unit = 16u * mt;
-        auto fit = [&](size_t budget) { return (uint32_t)(budget / row_bytes) / unit * unit; };
-        uint32_t rows = std::min(fit(max_smem_per_block_), cap / unit * unit);
-        if (rows < unit) continue;
-        PassPlan plan;
-        auto try_rows = [&](uint32_t r) {
-            PassPlan p;
-            p.rows_per_tile = r;
-            p.row_tiles_per_warp = mt;
-            p.smem_bytes = smem_bytes(shape_, r, training);
-            // The dynamic-smem limit is always set to the device maximum, so
-            // objects of one width with different plans never conflict.
-            with_width(shape_.width, [&](auto w) {
-                FUSEDNGP_CUDA_CHECK((prepare_fused_kernel<decltype(w)::value>(training, mt, max_smem_per_block_,
-                                                                              p.smem_bytes, &p.kernel)));
-                return 0;
-            });
-            p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
-            return p;
-        };
-        plan = try_rows(rows);
-        if (tuning_.prefer_two_blocks_per_sm && tuning_.rows_per_tile == 0 && plan.kernel.blocks_per_sm < 2) {
-            const size_t per_block = smem_per_sm_ / 2 > 1024 ? smem_per_sm_ / 2 - 1024 : 0;
-            const uint32_t rows2 = std::min(fit(per_block), rows);
-            if (rows2 >= 128) {
-                PassPlan two = try_rows(rows2);
-                if (two.kernel.blocks_per_sm >= 2) plan = two;
+    const uint32_t cap = tuning_.rows_per_tile ? std::min<uint32_t>(tuning_.rows_per_tile, 256) : 256;
+    const uint32_t chunks = hidden_column_chunks(shape_.width);
+
+    auto evaluate = [&](int mt, uint32_t rows) {
+        PassPlan p;
+        p.rows_per_tile = rows;
+        p.row_tiles_per_warp = mt;
+        p.smem_bytes = smem_bytes(shape_, rows, training);
+        // The dynamic-smem limit is always set to the device maximum, so
+        // objects of one width with different plans never conflict.
+        with_width(shape_.width, [&](auto w) {
+            FUSEDNGP_CUDA_CHECK((prepare_fused_kernel<decltype(w)::value>(training, mt, max_smem_per_block_,
+                                                                          p.smem_bytes, &p.kernel)));
+            return 0;
+        });
+        p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
+        return p;
+    };
+    auto better = [&](const PassPlan& a, const PassPlan& b) {  // is a better than b?
+        if (!tuning_.occupancy_first) {
+            if (a.rows_per_tile != b.rows_per_tile) return a.rows_per_tile > b.rows_per_tile;
+            return a.row_tiles_per_warp > b.row_tiles_per_warp;
+        }
+        const uint64_t ra = (uint64_t)a.kernel.blocks_per_sm * a.rows_per_tile;
+        const uint64_t rb = (uint64_t)b.kernel.blocks_per_sm * b.rows_per_tile;
+        if (ra != rb) return ra > rb;
+        if (a.kernel.blocks_per_sm != b.kernel.blocks_per_sm)
+            return training ? a.rows_per_tile > b.rows_per_tile : a.kernel.blocks_per_sm > b.kernel.blocks_per_sm;
+        return a.row_tiles_per_warp > b.row_tiles_per_warp;
+    };
+
+    for (bool require_balance : {true, false}) {
+        bool found = false;
+        PassPlan best;
+        for (int mt : {2, 1}) {
+            if (tuning_.row_tiles_per_warp != 0 && tuning_.row_tiles_per_warp != mt) continue;
+            const uint32_t unit = 16u * mt;
+            const uint32_t max_rows = std::min<uint32_t>((uint32_t)(max_smem_per_block_ / row_bytes), cap) / unit * unit;
+            for (uint32_t rows = max_rows; rows >= unit; rows -= unit) {
+                if (tuning_.rows_per_tile != 0 && rows != max_rows) break;  // fixed by the caller
+                if (require_balance && (rows / unit) * chunks % kBlockWarps != 0) continue;
+                const PassPlan p = evaluate(mt, rows);
+                if (p.kernel.blocks_per_sm < 1) continue;
+                if (!found || better(p, best)) best = p;
+                found = true;
             }
         }
-        if (plan.kernel.blocks_per_sm < 1)
-            throw std::runtime_error("FusedMlp: kernel cannot be resident (" + std::to_string(plan.smem_bytes) +
-                                     " bytes of shared memory, " + std::to_string(plan.kernel.registers) +
-                                     " registers)");
-        return plan;
+        if (found) return best;
     }
     throw std::invalid_argument("FusedMlp: one 16-row tile needs " + std::to_string(row_bytes * 16) +
                                 " bytes of shared memory, more than the device's " +

@@ -48,7 +48,9 @@ struct FusedMlpConfig {
 struct FusedMlpTuning {
     int row_tiles_per_warp = 0;     // 1 or 2 (16 or 32 rows per warp slab)
     uint32_t rows_per_tile = 0;     // rows per block tile (rounded down to the slab)
-    bool prefer_two_blocks_per_sm = true;
+    // true: pick the tile that keeps the most rows resident per SM (then more
+    // blocks for inference, larger tiles for training); false: largest tile.
+    bool occupancy_first = true;
 };
 
 // Owning device allocation. cudaMalloc failure -> GpuOutOfMemory.
