@@ -107,10 +107,10 @@ size_t FusedMlp::n_params() const { return fusedngp::gpu::n_params(shape_); }
 //    if no candidate is balanced).
 // Among them, the most rows resident per SM (blocks/SM x rows) wins: the
 // kernels are latency-bound and another block's warps fill each barrier. Ties
-// go to more blocks for inference (nothing per tile to amortise) and to
-// larger tiles for training (each tile costs a read-modify-write of the
-// block's weight-gradient partial), then to 32-row slabs (half the weight
-// traffic). occupancy_first = false just takes the largest tile.
+// go to more blocks (measured on the H200: W=128 inference 0.264 vs 0.362 ms,
+// W=128 training 1.42 vs 1.59 ms, both at 256 rows per SM), then to 32-row
+// slabs (half the weight-fragment traffic). occupancy_first = false just
+// takes the largest tile.
 FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
     const size_t row_bytes = smem_halves_per_row(shape_, training) * 2;
     const uint32_t cap = tuning_.rows_per_tile ? std::min<uint32_t>(tuning_.rows_per_tile, 256) : 256;
@@ -139,8 +139,7 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
         const uint64_t ra = (uint64_t)a.kernel.blocks_per_sm * a.rows_per_tile;
         const uint64_t rb = (uint64_t)b.kernel.blocks_per_sm * b.rows_per_tile;
         if (ra != rb) return ra > rb;
-        if (a.kernel.blocks_per_sm != b.kernel.blocks_per_sm)
-            return training ? a.rows_per_tile > b.rows_per_tile : a.kernel.blocks_per_sm > b.kernel.blocks_per_sm;
+        if (a.kernel.blocks_per_sm != b.kernel.blocks_per_sm) return a.kernel.blocks_per_sm > b.kernel.blocks_per_sm;
         return a.row_tiles_per_warp > b.row_tiles_per_warp;
     };
 
