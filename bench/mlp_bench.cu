@@ -1,0 +1,294 @@
+// Throughput of the fully fused MLP: n_in -> W x D -> n_out, batch 2^20.
+//
+// For each width: inference, training step (forward + backward with dL/dout
+// from the caller, weight gradients reduced), the fused L2 train step, and
+// the GEMMs alone of an unfused cuBLAS implementation of the same training
+// step (a lower bound on any cuBLAS MLP: its elementwise kernels and
+// activation traffic are not counted). CUDA events, median of timed
+// repetitions after warm-up, inputs rotated among 4 buffers. Prints a table
+// and writes CSV.
+//
+// usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
+//                           [--csv file] [--variants] [--ceilings]
+#include "gpu/fused_mlp.h"
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace fusedngp;
+using namespace fusedngp::gpu;
+
+namespace {
+
+#define CUBLAS_CHECK(expr)                                                                  \
+    do {                                                                                    \
+        cublasStatus_t st_ = (expr);                                                        \
+        if (st_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            std::fprintf(stderr, "%s:%d: %s failed (%d)\n", __FILE__, __LINE__, #expr, (int)st_); \
+            std::exit(1);                                                                   \
+        }                                                                                   \
+    } while (0)
+
+struct Options {
+    uint32_t batch = 1u << 20;
+    std::vector<uint32_t> widths = {16, 32, 64, 128, 256};
+    uint32_t depth = 2, n_in = 32, n_out = 16;
+    int reps = 20;
+    std::string csv;
+    bool variants = false;
+    bool ceilings = false;
+};
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) { std::fprintf(stderr, "missing value for %s\n", a.c_str()); std::exit(2); }
+            return argv[++i];
+        };
+        if (a == "--batch") o.batch = (uint32_t)std::stoul(next());
+        else if (a == "--depth") o.depth = (uint32_t)std::stoul(next());
+        else if (a == "--reps") o.reps = std::stoi(next());
+        else if (a == "--csv") o.csv = next();
+        else if (a == "--variants") o.variants = true;
+        else if (a == "--ceilings") o.ceilings = true;
+        else if (a == "--widths") {
+            o.widths.clear();
+            std::stringstream ss(next());
+            std::string w;
+            while (std::getline(ss, w, ',')) o.widths.push_back((uint32_t)std::stoul(w));
+        } else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); std::exit(2); }
+    }
+    return o;
+}
+
+// Median milliseconds of `reps` runs of f(i) after 3 warm-up runs.
+double time_median_ms(int reps, const std::function<void(int)>& f) {
+    for (int i = 0; i < 3; ++i) f(i);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<cudaEvent_t> ev(2 * reps);
+    for (auto& e : ev) FUSEDNGP_CUDA_CHECK(cudaEventCreate(&e));
+    for (int i = 0; i < reps; ++i) {
+        FUSEDNGP_CUDA_CHECK(cudaEventRecord(ev[2 * i]));
+        f(i);
+        FUSEDNGP_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1]));
+    }
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    FUSEDNGP_CUDA_CHECK(cudaGetLastError());
+    std::vector<double> ms(reps);
+    for (int i = 0; i < reps; ++i) {
+        float t = 0;
+        FUSEDNGP_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
+        ms[i] = t;
+    }
+    for (auto& e : ev) cudaEventDestroy(e);
+    std::sort(ms.begin(), ms.end());
+    return ms[reps / 2];
+}
+
+std::vector<float> random_floats(size_t n, float scale, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+}
+
+DeviceMemory upload(const std::vector<float>& h) {
+    DeviceMemory d(h.size() * sizeof(float));
+    FUSEDNGP_CUDA_CHECK(cudaMemcpy(d.as<float>(), h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// Multiply-adds of one forward pass per sample.
+double macs_per_sample(uint32_t n_in, uint32_t w, uint32_t depth, uint32_t n_out) {
+    return (double)n_in * w + (double)(depth - 1) * w * w + (double)w * n_out;
+}
+
+struct Row {
+    std::string variant;
+    uint32_t width = 0;
+    std::string pass;
+    double ms = 0, samples_per_s = 0, tflops = 0;
+    std::string plan;
+};
+
+constexpr int kRotations = 4;
+
+// GEMM-only time of an unfused fp16 cuBLAS training step (or inference).
+double cublas_gemm_ms(cublasHandle_t h, uint32_t batch, uint32_t n_in, uint32_t w, uint32_t depth, uint32_t n_out,
+                      bool training, int reps) {
+    std::vector<std::pair<uint32_t, uint32_t>> layers;  // (K = fan_in, N = fan_out)
+    layers.push_back({n_in, w});
+    for (uint32_t l = 1; l < depth; ++l) layers.push_back({w, w});
+    layers.push_back({w, n_out});
+    const uint32_t widest = std::max({n_in, w, n_out});
+    DeviceMemory act((size_t)(depth + 2) * batch * widest * sizeof(__half));
+    DeviceMemory grad((size_t)2 * batch * widest * sizeof(__half));
+    DeviceMemory weights((size_t)(depth + 1) * widest * widest * sizeof(__half));
+    DeviceMemory dweights((size_t)(depth + 1) * widest * widest * sizeof(float));
+    FUSEDNGP_CUDA_CHECK(cudaMemset(act.as<void>(), 0x3c, act.bytes()));  // 1.0-ish halves, not zeros
+    FUSEDNGP_CUDA_CHECK(cudaMemset(grad.as<void>(), 0x2c, grad.bytes()));
+    FUSEDNGP_CUDA_CHECK(cudaMemset(weights.as<void>(), 0x2c, weights.bytes()));
+    const float one = 1.f, zero = 0.f;
+    auto act_at = [&](uint32_t l) { return act.as<__half>() + (size_t)l * batch * widest; };
+    auto w_at = [&](uint32_t l) { return weights.as<__half>() + (size_t)l * widest * widest; };
+    auto g_at = [&](uint32_t i) { return grad.as<__half>() + (size_t)(i % 2) * batch * widest; };
+    auto step = [&](int) {
+        // Forward: Z_l[B][N] = H[B][K] W^T  (column-major: Z^T = W H^T).
+        for (size_t l = 0; l < layers.size(); ++l) {
+            auto [K, N] = layers[l];
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, batch, K, &one, w_at(l), CUDA_R_16F, K,
+                                      act_at(l), CUDA_R_16F, K, &zero, act_at(l + 1), CUDA_R_16F, N,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
+        if (!training) return;
+        for (size_t l = layers.size(); l-- > 0;) {
+            auto [K, N] = layers[l];
+            // dW[N][K] = dZ^T H  (column-major: dW^T = H^T dZ).
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, K, N, batch, &one, act_at(l), CUDA_R_16F, K,
+                                      g_at(l), CUDA_R_16F, N, &zero, dweights.as<float>() + l * widest * widest,
+                                      CUDA_R_32F, K, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            // dH[B][K] = dZ W  (column-major: dH^T = W^T dZ^T).
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, K, batch, N, &one, w_at(l), CUDA_R_16F, K,
+                                      g_at(l), CUDA_R_16F, N, &zero, g_at(l + 1), CUDA_R_16F, K,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
+    };
+    return time_median_ms(reps, step);
+}
+
+void measure_ceilings() {
+    const size_t bytes = (size_t)1 << 31;
+    DeviceMemory a(bytes), b(bytes);
+    FUSEDNGP_CUDA_CHECK(cudaMemset(a.as<void>(), 1, bytes));
+    const double ms = time_median_ms(10, [&](int) {
+        FUSEDNGP_CUDA_CHECK(cudaMemcpyAsync(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));
+    });
+    std::printf("ceiling: device-to-device copy %.2f TB/s (read + write)\n", 2.0 * bytes / (ms * 1e-3) / 1e12);
+
+    cublasHandle_t h;
+    CUBLAS_CHECK(cublasCreate(&h));
+    const int n = 8192;
+    DeviceMemory x((size_t)n * n * 2), y((size_t)n * n * 2), z((size_t)n * n * 2);
+    auto hx = random_floats((size_t)n * n, 1.f, 3);
+    std::vector<__half> hh(hx.size());
+    for (size_t i = 0; i < hx.size(); ++i) hh[i] = __float2half(hx[i]);
+    FUSEDNGP_CUDA_CHECK(cudaMemcpy(x.as<void>(), hh.data(), hh.size() * 2, cudaMemcpyHostToDevice));
+    FUSEDNGP_CUDA_CHECK(cudaMemcpy(y.as<void>(), hh.data(), hh.size() * 2, cudaMemcpyHostToDevice));
+    const float one = 1.f, zero = 0.f;
+    const double gms = time_median_ms(10, [&](int) {
+        CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, x.as<void>(), CUDA_R_16F, n,
+                                  y.as<void>(), CUDA_R_16F, n, &zero, z.as<void>(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
+    });
+    std::printf("ceiling: cuBLAS fp16 GEMM 8192^3 (fp32 accumulate) %.0f TFLOP/s\n", 2.0 * n * n * (double)n / (gms * 1e-3) / 1e12);
+    cublasDestroy(h);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const Options opt = parse(argc, argv);
+    cudaDeviceProp prop{};
+    FUSEDNGP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("device: %s, %d SMs, %.0f MB L2, %zu KB smem/block opt-in\n", prop.name, prop.multiProcessorCount,
+                prop.l2CacheSize / 1e6, prop.sharedMemPerBlockOptin / 1024);
+    if (opt.ceilings) measure_ceilings();
+
+    const uint32_t B = opt.batch;
+    std::vector<DeviceMemory> inputs, douts;
+    for (int r = 0; r < kRotations; ++r) {
+        inputs.push_back(upload(random_floats((size_t)B * opt.n_in, 1.f, 10 + r)));
+        douts.push_back(upload(random_floats((size_t)B * opt.n_out, 1e-6f, 20 + r)));
+    }
+    DeviceMemory target = upload(random_floats((size_t)B * opt.n_out, 1.f, 30));
+    DeviceMemory out((size_t)B * opt.n_out * sizeof(float)), din((size_t)B * opt.n_in * sizeof(float));
+
+    cublasHandle_t cublas;
+    CUBLAS_CHECK(cublasCreate(&cublas));
+
+    struct Variant {
+        std::string name;
+        FusedMlpTuning tuning;
+    };
+    std::vector<Variant> variants = {{"auto", {}}};
+    if (opt.variants) {
+        FusedMlpTuning mt1; mt1.row_tiles_per_warp = 1;
+        FusedMlpTuning mt2; mt2.row_tiles_per_warp = 2;
+        FusedMlpTuning big; big.occupancy_first = false;
+        FusedMlpTuning r128; r128.rows_per_tile = 128;
+        variants.push_back({"slab16", mt1});
+        variants.push_back({"slab32", mt2});
+        variants.push_back({"max_rows", big});
+        variants.push_back({"rows128", r128});
+    }
+
+    std::vector<Row> rows;
+    for (uint32_t w : opt.widths) {
+        const double macs = macs_per_sample(opt.n_in, w, opt.depth, opt.n_out);
+        const double fwd_flop = 2 * macs * B, train_flop = 6 * macs * B;
+        for (const Variant& v : variants) {
+            FusedMlpConfig cfg{opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None};
+            FusedMlp mlp(cfg, v.tuning);
+            mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
+            DeviceMemory dw(mlp.n_params() * sizeof(float));
+            auto add = [&](const std::string& pass, double ms, double flop) {
+                rows.push_back({v.name, w, pass, ms, B / (ms * 1e-3), flop / (ms * 1e-3) / 1e12, mlp.describe()});
+            };
+            add("inference", time_median_ms(opt.reps, [&](int i) {
+                    mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
+                }), fwd_flop);
+            add("train fwd+bwd", time_median_ms(opt.reps, [&](int i) {
+                    const float* in = inputs[i % kRotations].as<float>();
+                    mlp.forward(in, out.as<float>(), B, nullptr);
+                    mlp.backward(in, douts[i % kRotations].as<float>(), din.as<float>(), dw.as<float>(), B, nullptr);
+                }), train_flop);
+            add("train fused L2", time_median_ms(opt.reps, [&](int i) {
+                    mlp.train_step(inputs[i % kRotations].as<float>(), target.as<float>(), LossKind::L2, out.as<float>(),
+                                   din.as<float>(), dw.as<float>(), B, nullptr);
+                }), train_flop);
+            add("backward only", time_median_ms(opt.reps, [&](int i) {
+                    mlp.backward(inputs[i % kRotations].as<float>(), douts[i % kRotations].as<float>(), din.as<float>(),
+                                 dw.as<float>(), B, nullptr);
+                }), train_flop);
+            std::printf("%s %s\n", v.name.c_str(), mlp.describe().c_str());
+            std::fflush(stdout);
+        }
+        const double ci = cublas_gemm_ms(cublas, B, opt.n_in, w, opt.depth, opt.n_out, false, opt.reps);
+        rows.push_back({"cublas", w, "inference GEMMs only", ci, B / (ci * 1e-3), fwd_flop / (ci * 1e-3) / 1e12, ""});
+        const double ct = cublas_gemm_ms(cublas, B, opt.n_in, w, opt.depth, opt.n_out, true, opt.reps);
+        rows.push_back({"cublas", w, "train GEMMs only", ct, B / (ct * 1e-3), train_flop / (ct * 1e-3) / 1e12, ""});
+    }
+    cublasDestroy(cublas);
+
+    std::printf("\nnetwork %u -> %u x W -> %u, ReLU, batch %u, median of %d\n", opt.n_in, opt.depth, opt.n_out, B,
+                opt.reps);
+    std::printf("%-9s %5s %-22s %10s %12s %9s\n", "variant", "W", "pass", "ms", "Gsamples/s", "TFLOP/s");
+    for (const Row& r : rows)
+        std::printf("%-9s %5u %-22s %10.3f %12.3f %9.1f\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
+                    r.samples_per_s / 1e9, r.tflops);
+    if (!opt.csv.empty()) {
+        FILE* f = std::fopen(opt.csv.c_str(), "w");
+        if (f != nullptr) {
+            std::fprintf(f, "variant,width,pass,ms,samples_per_s,tflops,plan\n");
+            for (const Row& r : rows)
+                std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
+                             r.samples_per_s, r.tflops, r.plan.c_str());
+            std::fclose(f);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,110 @@
+// Shapes, offsets and launch arguments shared by the fused-MLP kernels and
+// their host wrapper. Plain structs only, usable from .cpp and .cu files.
+//
+// Vocabulary (same as the CPU Mlp):
+//   D = n_hidden layers of width W, so D + 1 weight matrices:
+//   layer 0: W x n_in, layers 1..D-1: W x W, layer D: n_out x W.
+//   Each matrix is [fan_out][fan_in] row-major; layers are consecutive.
+// The kernels pad n_in and n_out to multiples of 16 ("_pad") because one
+// tensor-core step consumes 16 values along K. Padding is zero-filled.
+#pragma once
+
+#include "networks/activation.h"
+
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#if defined(__CUDACC__)
+#define FUSEDNGP_HD __host__ __device__ __forceinline__
+#else
+#define FUSEDNGP_HD inline
+#endif
+
+namespace fusedngp::gpu {
+
+constexpr uint32_t round_up16(uint32_t x) { return (x + 15u) / 16u * 16u; }
+
+// Warps per thread block of the fused kernels.
+constexpr int kBlockWarps = 8;
+// A warp computes up to 64 hidden columns at a time (64 fp32 accumulators per
+// lane with 32-row slabs), so a hidden layer splits into this many chunks.
+constexpr uint32_t hidden_column_chunks(uint32_t width) { return width > 64 ? width / 64 : 1; }
+
+struct MlpShape {
+    uint32_t n_in = 0, n_in_pad = 0;
+    uint32_t width = 0;
+    uint32_t n_hidden = 0;  // D
+    uint32_t n_out = 0, n_out_pad = 0;
+    Activation hidden_act = Activation::ReLU;
+    Activation output_act = Activation::None;
+};
+
+// Real (unpadded) fan-in / fan-out of weight matrix l (0..D).
+FUSEDNGP_HD uint32_t fan_in(const MlpShape& s, uint32_t l) { return l == 0 ? s.n_in : s.width; }
+FUSEDNGP_HD uint32_t fan_out(const MlpShape& s, uint32_t l) { return l == s.n_hidden ? s.n_out : s.width; }
+FUSEDNGP_HD uint32_t fan_in_pad(const MlpShape& s, uint32_t l) { return l == 0 ? s.n_in_pad : s.width; }
+FUSEDNGP_HD uint32_t fan_out_pad(const MlpShape& s, uint32_t l) { return l == s.n_hidden ? s.n_out_pad : s.width; }
+
+// Offset of matrix l in the caller's fp32 parameter vector (unpadded layout).
+FUSEDNGP_HD size_t param_offset(const MlpShape& s, uint32_t l) {
+    return l == 0 ? 0 : (size_t)s.n_in * s.width + (size_t)(l - 1) * s.width * s.width;
+}
+FUSEDNGP_HD size_t n_params(const MlpShape& s) { return param_offset(s, s.n_hidden) + (size_t)s.width * s.n_out; }
+
+// Offset of matrix l in the padded layouts (fp32 gradient partials; the fp16
+// fragment buffers use the same count divided by 4, one uint2 = 4 halves).
+FUSEDNGP_HD size_t padded_offset(const MlpShape& s, uint32_t l) {
+    return l == 0 ? 0 : (size_t)s.n_in_pad * s.width + (size_t)(l - 1) * s.width * s.width;
+}
+FUSEDNGP_HD size_t n_params_padded(const MlpShape& s) {
+    return padded_offset(s, s.n_hidden) + (size_t)s.width * s.n_out_pad;
+}
+FUSEDNGP_HD size_t frag_offset(const MlpShape& s, uint32_t l) { return padded_offset(s, l) / 4; }
+
+// How the output-layer gradient is obtained.
+enum class LossKind : uint32_t {
+    FromGradient,  // read dL/dout from the caller (backward)
+    L2,            // fused train step: dL/dy = 2 (y - target) * loss_norm
+    L1,            // fused train step: dL/dy = sign(y - target) * loss_norm
+};
+
+// Shared-memory row strides (in halves). +8 halves (16 bytes) per row makes
+// every ldmatrix / fragment store bank-conflict free: a row stride of 16k+8
+// halves puts the 8 rows of an 8x8 tile on 8 distinct 16-byte bank groups.
+FUSEDNGP_HD uint32_t ld_input(const MlpShape& s) { return s.n_in_pad + 8; }
+FUSEDNGP_HD uint32_t ld_hidden(const MlpShape& s) { return s.width + 8; }
+FUSEDNGP_HD uint32_t ld_output(const MlpShape& s) { return s.n_out_pad + 8; }
+
+// Training keeps every hidden pre-activation of the tile (backward needs them);
+// inference ping-pongs between two buffers.
+FUSEDNGP_HD uint32_t n_hidden_slots(const MlpShape& s, bool training) {
+    return training ? s.n_hidden : (s.n_hidden < 2 ? s.n_hidden : 2);
+}
+FUSEDNGP_HD size_t smem_halves_per_row(const MlpShape& s, bool training) {
+    return ld_input(s) + (size_t)n_hidden_slots(s, training) * ld_hidden(s) + (training ? ld_output(s) : 0);
+}
+FUSEDNGP_HD size_t smem_bytes(const MlpShape& s, uint32_t rows, bool training) {
+    return smem_halves_per_row(s, training) * rows * 2;
+}
+
+struct KernelArgs {
+    MlpShape shape;
+    const uint2* w_fwd = nullptr;  // B fragments of W_l^T (forward), all layers
+    const uint2* w_bwd = nullptr;  // B fragments of W_l (backward), all layers
+    const float* in = nullptr;     // [batch][n_in]
+    float* out = nullptr;          // [batch][n_out], may be null in training
+    const float* dout = nullptr;   // [batch][n_out] dL/dout (LossKind::FromGradient)
+    const float* target = nullptr; // [batch][n_out] (L1/L2)
+    float* din = nullptr;          // [batch][n_in] dL/din, may be null
+    float* partial = nullptr;      // [gridDim.x][partial_stride] per-block dL/dW (padded layout)
+    size_t partial_stride = 0;
+    uint32_t batch = 0;
+    uint32_t rows_per_tile = 0;
+    uint32_t n_tiles = 0;
+    float loss_scale = 1.f;      // dL/dout is multiplied by this before fp16 rounding
+    float inv_loss_scale = 1.f;
+    float loss_norm = 1.f;       // L1/L2: 1 / (batch * n_out)
+    LossKind loss = LossKind::FromGradient;
+};
+
+} // namespace fusedngp::gpu

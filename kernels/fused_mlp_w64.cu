@@ -1,0 +1,4 @@
+// Fused-MLP kernels for hidden width 64 (one width per file keeps builds parallel).
+#include "fused_mlp_instantiate.cuh"
+
+FUSEDNGP_INSTANTIATE_WIDTH(64)

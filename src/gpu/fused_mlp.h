@@ -1,0 +1,141 @@
+// FusedMlp: a fully fused MLP on tensor cores (host side).
+//
+// Same function and parameter layout as the CPU Mlp: n_in -> D hidden layers
+// of width W -> n_out, no biases; weight l is [fan_out][fan_in] row-major,
+// layers consecutive, fp32 master copy. The kernels use fp16 copies of the
+// weights (fp32 accumulation) made by set_params*.
+//
+// Data: batch-major fp32 device arrays, row = sample ([batch][n_in] in,
+// [batch][n_out] out), any batch size.
+//
+// Training API. forward() stores nothing: the training kernel recomputes the
+// forward pass on chip for each tile of rows instead of keeping activations
+// in device memory, so backward() takes the input again:
+//   forward(in, out)                               -> out (for the loss)
+//   backward(in, dL/dout, dL/din, dL/dW)           -> gradients
+// or, when the loss is elementwise L1/L2, one fused call that needs no
+// separate forward:
+//   train_step(in, target, loss, out, dL/din, dL/dW)
+// All calls are asynchronous on the given stream, never synchronize the host
+// and never allocate, so they can be captured in a CUDA graph. Calls that
+// produce weight gradients share this object's scratch buffer: do not run
+// two of them concurrently on different streams.
+#pragma once
+
+#include "gpu/cuda_check.h"
+#include "fused_mlp_args.h"
+#include "fused_mlp_launch.h"
+#include "networks/activation.h"
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fusedngp::gpu {
+
+struct FusedMlpConfig {
+    uint32_t n_input_dims = 0;
+    uint32_t n_output_dims = 0;
+    uint32_t width = 64;            // 16, 32, 64, 128 or 256
+    uint32_t n_hidden_layers = 2;   // 1..16
+    Activation hidden_activation = Activation::ReLU;
+    Activation output_activation = Activation::None;
+};
+
+// Optional overrides of the launch shape (benchmarking); 0 = automatic.
+struct FusedMlpTuning {
+    int row_tiles_per_warp = 0;     // 1 or 2 (16 or 32 rows per warp slab)
+    uint32_t rows_per_tile = 0;     // rows per block tile (rounded down to the slab)
+    // true: pick the tile that keeps the most rows resident per SM (then more
+    // blocks for inference, larger tiles for training); false: largest tile.
+    bool occupancy_first = true;
+};
+
+// Owning device allocation. cudaMalloc failure -> GpuOutOfMemory.
+class DeviceMemory {
+public:
+    DeviceMemory() = default;
+    explicit DeviceMemory(size_t bytes);
+    ~DeviceMemory();
+    DeviceMemory(DeviceMemory&& other) noexcept;
+    DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+    DeviceMemory(const DeviceMemory&) = delete;
+    DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+    template <typename T>
+    T* as() const { return static_cast<T*>(ptr_); }
+    size_t bytes() const { return bytes_; }
+
+private:
+    void* ptr_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+class FusedMlp {
+public:
+    // Launch plan of one kernel (inference or training).
+    struct PassPlan {
+        uint32_t rows_per_tile = 0;
+        int row_tiles_per_warp = 0;
+        size_t smem_bytes = 0;
+        uint32_t max_blocks = 0;    // resident blocks on the whole GPU
+        KernelInfo kernel;
+    };
+
+    explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
+
+    const FusedMlpConfig& config() const { return config_; }
+    const MlpShape& shape() const { return shape_; }
+    size_t n_params() const;
+
+    // Copies fp32 weights from the host and converts them (synchronous).
+    void set_params(const float* host_params);
+    // Same from device memory, asynchronous on `stream`.
+    void set_params_device(const float* d_params, cudaStream_t stream);
+    // The fp32 master copy on the device (n_params() floats).
+    const float* params_device() const { return master_.as<float>(); }
+
+    // dL/dout (or the L1/L2 gradient) is multiplied by this before it is
+    // rounded to fp16, and the gradients are divided by it again in fp32, so
+    // small loss gradients (mean over 2^20 samples) do not underflow fp16.
+    void set_loss_scale(float scale);
+    float loss_scale() const { return loss_scale_; }
+
+    void inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const;
+    // Training forward: the same computation as inference (nothing is stored).
+    void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const;
+    // d_din and d_dweights may be null. d_dweights gets dL/dW in the caller's
+    // parameter layout, overwritten (or added to when accumulate is true).
+    void backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
+                  cudaStream_t stream, bool accumulate = false);
+    // Fused forward + elementwise loss (mean over batch * n_out) + backward.
+    // d_out, d_din, d_dweights may be null.
+    void train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
+                    float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false);
+
+    const PassPlan& inference_plan() const { return inference_plan_; }
+    const PassPlan& training_plan() const { return training_plan_; }
+    std::string describe() const;
+
+private:
+    PassPlan plan_pass(bool training) const;
+    KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
+    void run_training_kernel(KernelArgs args, float* d_dweights, cudaStream_t stream, bool accumulate);
+
+    FusedMlpConfig config_;
+    FusedMlpTuning tuning_;
+    MlpShape shape_;
+    int sm_count_ = 0;
+    size_t max_smem_per_block_ = 0;
+    size_t smem_per_sm_ = 0;
+    float loss_scale_ = 128.f;
+    PassPlan inference_plan_, training_plan_;
+    DeviceMemory master_;    // fp32 weights, caller layout
+    DeviceMemory w_fwd_;     // fp16 fragments of W^T
+    DeviceMemory w_bwd_;     // fp16 fragments of W
+    DeviceMemory partial_;   // per-block weight-gradient partials
+};
+
+} // namespace fusedngp::gpu

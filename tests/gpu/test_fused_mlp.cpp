@@ -1,0 +1,551 @@
+// FusedMlp against the double-precision reference (kernels/mlp_reference.h).
+//
+// Weights and inputs are drawn at random and then rounded to fp16, so the
+// reference evaluates exactly the function the tensor cores see; what is
+// left is the kernels' own rounding (fp16 activations and deltas, fp32 sums).
+// Every output buffer is poisoned with NaN before the GPU writes it.
+#include "gpu/fused_mlp.h"
+#include "mlp_reference.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fusedngp::gpu {
+namespace {
+
+bool have_gpu() {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+double round_to_half(double x) { return (double)__half2float(__float2half_rn((float)x)); }
+
+// ||a - b|| / ||b|| over the given rows (all rows if `rows` is empty).
+double relative_error(const std::vector<float>& gpu, const std::vector<double>& ref, uint32_t cols,
+                      const std::vector<uint32_t>& rows) {
+    double num = 0, den = 0;
+    auto add = [&](size_t i) {
+        const double d = (double)gpu[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    };
+    if (rows.empty()) {
+        for (size_t i = 0; i < ref.size(); ++i) add(i);
+    } else {
+        for (uint32_t r : rows)
+            for (uint32_t c = 0; c < cols; ++c) add((size_t)r * cols + c);
+    }
+    return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+bool all_finite(const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+// Device array that starts poisoned (all bits set = NaN).
+struct DeviceFloats {
+    DeviceMemory mem;
+    size_t n;
+    explicit DeviceFloats(size_t count) : mem(std::max<size_t>(count, 1) * sizeof(float)), n(count) { poison(); }
+    DeviceFloats(const std::vector<float>& host) : DeviceFloats(host.size()) {
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(ptr(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    float* ptr() const { return mem.as<float>(); }
+    void poison() { FUSEDNGP_CUDA_CHECK(cudaMemset(ptr(), 0xFF, std::max<size_t>(n, 1) * sizeof(float))); }
+    std::vector<float> download() const {
+        std::vector<float> h(n);
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(h.data(), ptr(), n * sizeof(float), cudaMemcpyDeviceToHost));
+        return h;
+    }
+};
+
+struct Case {
+    uint32_t width = 64, depth = 2, batch = 127, n_in = 32, n_out = 16;
+    Activation hidden = Activation::ReLU, output = Activation::None;
+    uint64_t seed = 1;
+    double fwd_tol = 1e-3, grad_tol = 1e-2;
+    double dout_scale = 1.0;      // magnitude of the random dL/dout
+    FusedMlpTuning tuning{};
+    std::string label;            // prefix of the test name
+};
+
+std::string case_name(const Case& c) {
+    return c.label + "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" +
+           std::to_string(c.n_in) + "_out" + std::to_string(c.n_out) + "_act" + std::to_string((int)c.hidden) + "_" +
+           std::to_string((int)c.output);
+}
+
+reference::MlpDims dims_of(const Case& c) {
+    reference::MlpDims d;
+    d.n_in = c.n_in;
+    d.width = c.width;
+    d.n_hidden = c.depth;
+    d.n_out = c.n_out;
+    d.hidden = c.hidden;
+    d.output = c.output;
+    return d;
+}
+
+// Xavier-uniform weights on the fp16 grid.
+std::vector<double> random_params(const reference::MlpDims& d, std::mt19937_64& rng) {
+    std::vector<double> p(d.n_params());
+    for (uint32_t l = 0; l <= d.n_hidden; ++l) {
+        const double bound = std::sqrt(6.0 / (d.fan_in(l) + d.fan_out(l)));
+        std::uniform_real_distribution<double> u(-bound, bound);
+        for (size_t i = 0; i < (size_t)d.fan_in(l) * d.fan_out(l); ++i) p[d.offset(l) + i] = round_to_half(u(rng));
+    }
+    return p;
+}
+
+std::vector<double> random_values(size_t n, double scale, bool fp16_grid, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(-scale, scale);
+    std::vector<double> v(n);
+    for (auto& x : v) x = fp16_grid ? round_to_half(u(rng)) : u(rng);
+    return v;
+}
+
+std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+bool has_kink(Activation a) { return a == Activation::ReLU || a == Activation::LeakyReLU; }
+
+// Smallest |z| / rms(z) over the units of one sample that pass through a
+// kinked activation (ReLU, LeakyReLU); infinity if there are none.
+double kink_margin(const reference::MlpDims& d, const std::vector<double>& params, const double* x) {
+    std::vector<std::vector<double>> z;
+    std::vector<double> y(d.n_out);
+    reference::forward(d, params.data(), x, y.data(), z);
+    double margin = INFINITY;
+    for (uint32_t l = 0; l <= d.n_hidden; ++l) {
+        if (!has_kink(l == d.n_hidden ? d.output : d.hidden)) continue;
+        double ss = 0;
+        for (double v : z[l]) ss += v * v;
+        const double rms = std::sqrt(ss / z[l].size());
+        for (double v : z[l]) margin = std::min(margin, std::abs(v) / std::max(rms, 1e-30));
+    }
+    return margin;
+}
+
+template <typename F>
+void parallel_rows(uint32_t batch, F&& f) {
+    const uint32_t n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < n_threads; ++t)
+        threads.emplace_back([&, t] {
+            for (uint32_t row = t; row < batch; row += n_threads) f(row);
+        });
+    for (auto& th : threads) th.join();
+}
+
+// A pre-activation within fp16 rounding of a ReLU kink can land on the other
+// side on the GPU, which flips that unit's whole gradient path: an O(1) error
+// in one term, not a rounding error. Gradient checks therefore use inputs
+// away from kinks: each row is redrawn (deterministically) until all its
+// kinked pre-activations are at least kKinkMargin * rms from zero; a row that
+// still fails after 200 draws gets dL/dout = 0 (it then contributes nothing
+// to any gradient, on the GPU or in the reference).
+constexpr double kKinkMargin = 3e-3;
+
+struct Inputs {
+    std::vector<double> x;
+    std::vector<char> masked;  // rows with dL/dout forced to 0
+};
+
+Inputs random_inputs(const reference::MlpDims& d, const std::vector<double>& params, uint32_t batch, uint64_t seed) {
+    Inputs in;
+    in.x.resize((size_t)batch * d.n_in);
+    in.masked.assign(batch, 0);
+    const bool kinked = has_kink(d.hidden) || has_kink(d.output);
+    parallel_rows(batch, [&](uint32_t row) {
+        std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + row);
+        std::uniform_real_distribution<double> u(-1.0, 1.0);
+        double* x = in.x.data() + (size_t)row * d.n_in;
+        for (int attempt = 0;; ++attempt) {
+            for (uint32_t i = 0; i < d.n_in; ++i) x[i] = round_to_half(u(rng));
+            if (!kinked || kink_margin(d, params, x) >= kKinkMargin) break;
+            if (attempt == 200) {
+                in.masked[row] = 1;
+                break;
+            }
+        }
+    });
+    return in;
+}
+
+// Reference outputs / gradients for the whole batch. dW needs every row; the
+// rows are split over threads, each with its own accumulator, summed in a
+// fixed order. dy(row, y, dy_out) supplies dL/dy of a row.
+struct ReferenceResult {
+    std::vector<double> out, din, dparams;
+};
+
+template <typename DyFn>
+ReferenceResult reference_pass(const reference::MlpDims& d, const std::vector<double>& params,
+                               const std::vector<double>& in, uint32_t batch, DyFn dy_of) {
+    ReferenceResult r;
+    r.out.assign((size_t)batch * d.n_out, 0.0);
+    r.din.assign((size_t)batch * d.n_in, 0.0);
+    const uint32_t n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::vector<double>> partial(n_threads, std::vector<double>(params.size(), 0.0));
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < n_threads; ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<std::vector<double>> z;
+            std::vector<double> dy(d.n_out);
+            for (uint32_t row = t; row < batch; row += n_threads) {
+                const double* x = in.data() + (size_t)row * d.n_in;
+                double* y = r.out.data() + (size_t)row * d.n_out;
+                reference::forward(d, params.data(), x, y, z);
+                dy_of(row, y, dy.data());
+                reference::backward(d, params.data(), x, dy.data(), partial[t].data(),
+                                    r.din.data() + (size_t)row * d.n_in);
+            }
+        });
+    }
+    for (auto& th : threads) th.join();
+    r.dparams.assign(params.size(), 0.0);
+    for (const auto& p : partial)
+        for (size_t i = 0; i < p.size(); ++i) r.dparams[i] += p[i];
+    return r;
+}
+
+std::vector<uint32_t> rows_to_check(uint32_t batch, std::mt19937_64& rng) {
+    if (batch <= 8192) return {};
+    std::vector<uint32_t> rows = {0, batch - 1};
+    std::uniform_int_distribution<uint32_t> u(0, batch - 1);
+    for (int i = 0; i < 4096; ++i) rows.push_back(u(rng));
+    return rows;
+}
+
+// inference + backward against the reference.
+void check_against_reference(const Case& c) {
+    std::mt19937_64 rng(c.seed * 7919 + c.width * 31 + c.depth);
+    const reference::MlpDims d = dims_of(c);
+    const std::vector<double> params = random_params(d, rng);
+    const Inputs inputs = random_inputs(d, params, c.batch, c.seed);
+    const std::vector<double>& in = inputs.x;
+    std::vector<double> dout = random_values((size_t)c.batch * c.n_out, c.dout_scale, false, rng);
+    size_t masked = 0;
+    for (uint32_t row = 0; row < c.batch; ++row) {
+        if (!inputs.masked[row]) continue;
+        ++masked;
+        for (uint32_t o = 0; o < c.n_out; ++o) dout[(size_t)row * c.n_out + o] = 0.0;
+    }
+    ASSERT_LT(masked, c.batch) << "every row is near a ReLU kink";
+
+    FusedMlpConfig cfg;
+    cfg.n_input_dims = c.n_in;
+    cfg.n_output_dims = c.n_out;
+    cfg.width = c.width;
+    cfg.n_hidden_layers = c.depth;
+    cfg.hidden_activation = c.hidden;
+    cfg.output_activation = c.output;
+    FusedMlp mlp(cfg, c.tuning);
+    ASSERT_EQ(mlp.n_params(), d.n_params());
+    const std::vector<float> params_f = to_float(params);
+    mlp.set_params(params_f.data());
+
+    DeviceFloats d_in(to_float(in)), d_dout(to_float(dout));
+    DeviceFloats d_out((size_t)c.batch * c.n_out), d_din((size_t)c.batch * c.n_in), d_dw(d.n_params());
+    mlp.inference(d_in.ptr(), d_out.ptr(), c.batch, nullptr);
+    mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), c.batch, nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+
+    const ReferenceResult ref = reference_pass(d, params, in, c.batch, [&](uint32_t row, const double*, double* dy) {
+        for (uint32_t o = 0; o < c.n_out; ++o) dy[o] = dout[(size_t)row * c.n_out + o];
+    });
+    const std::vector<float> out = d_out.download(), din = d_din.download(), dw = d_dw.download();
+    EXPECT_TRUE(all_finite(out)) << "unwritten or non-finite output";
+    EXPECT_TRUE(all_finite(din)) << "unwritten or non-finite dL/dinput";
+    EXPECT_TRUE(all_finite(dw)) << "unwritten or non-finite dL/dW";
+
+    const std::vector<uint32_t> rows = rows_to_check(c.batch, rng);
+    const double e_out = relative_error(out, ref.out, c.n_out, rows);
+    const double e_din = relative_error(din, ref.din, c.n_in, rows);
+    const double e_dw = relative_error(dw, ref.dparams, 0, {});
+    EXPECT_LE(e_out, c.fwd_tol) << case_name(c) << " " << mlp.describe();
+    EXPECT_LE(e_din, c.grad_tol) << case_name(c) << " " << mlp.describe();
+    EXPECT_LE(e_dw, c.grad_tol) << case_name(c) << " " << mlp.describe();
+    // A gradient that is all zero would pass a loose relative test only if the
+    // reference were zero too; make sure it is not.
+    double dw_norm = 0;
+    for (float v : dw) dw_norm += (double)v * v;
+    EXPECT_GT(dw_norm, 0.0);
+    std::printf("[ errors ] %-40s out %.2e  din %.2e  dW %.2e  (rows masked at kinks: %zu)\n", case_name(c).c_str(),
+                e_out, e_din, e_dw, masked);
+}
+
+// ---- Width x depth x batch grid ------------------------------------------------------
+
+const Activation kActivations[] = {Activation::ReLU,     Activation::LeakyReLU, Activation::Sine,
+                                   Activation::Sigmoid,  Activation::Softplus,  Activation::Tanh,
+                                   Activation::SiLU,     Activation::None,      Activation::Squareplus,
+                                   Activation::Exponential};
+
+// Output activations of the grid: bounded sensitivity to the pre-activation.
+// Sine and Exponential amplify the (fp16-sized) absolute error of large
+// pre-activations of deep nets, and ReLU on a single output can be dead for
+// every row; those three are covered by the activation sweep below, at a
+// depth and scale where the comparison is well-conditioned.
+const Activation kGridOutputActivations[] = {Activation::None,     Activation::Sigmoid, Activation::Tanh,
+                                             Activation::Softplus, Activation::SiLU,    Activation::Squareplus,
+                                             Activation::LeakyReLU};
+
+std::vector<Case> grid_cases() {
+    std::vector<Case> cases;
+    int i = 0;
+    for (uint32_t w : {16u, 32u, 64u, 128u, 256u})
+        for (uint32_t depth : {1u, 2u, 4u})
+            for (uint32_t batch : {1u, 127u}) {
+                Case c;
+                c.width = w;
+                c.depth = depth;
+                c.batch = batch;
+                // Exponential compounds through deep stacks until fp16
+                // overflows (as in any fp16 MLP): it is left out of the
+                // hidden activations here (the sweep covers it at depth 2).
+                c.hidden = kActivations[i % 9];
+                c.output = kGridOutputActivations[(i * 3 + 1) % 7];
+                c.n_in = (i % 3 == 0) ? 3 : 32;  // odd widths exercise the padding
+                c.n_out = (i % 4 == 1) ? 1 : 16;
+                c.seed = 100 + i;
+                cases.push_back(c);
+                ++i;
+            }
+    return cases;
+}
+
+class FusedMlpGrid : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FusedMlpGrid, MatchesDoubleReference) {
+    SKIP_WITHOUT_GPU();
+    check_against_reference(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWidths, FusedMlpGrid, ::testing::ValuesIn(grid_cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) { return case_name(param_info.param); });
+
+// ---- Every activation, as hidden and as output activation ---------------------------
+
+std::vector<Case> activation_cases() {
+    std::vector<Case> cases;
+    for (Activation a : kActivations) {
+        Case hidden;
+        hidden.width = 32;
+        hidden.hidden = a;
+        hidden.seed = 7 + (int)a;
+        hidden.label = "hidden_";
+        cases.push_back(hidden);
+        Case output = hidden;
+        output.hidden = Activation::ReLU;
+        output.output = a;
+        output.seed = 50 + (int)a;
+        output.label = "output_";
+        cases.push_back(output);
+    }
+    return cases;
+}
+
+class FusedMlpActivations : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FusedMlpActivations, MatchesDoubleReference) {
+    SKIP_WITHOUT_GPU();
+    check_against_reference(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, FusedMlpActivations, ::testing::ValuesIn(activation_cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) { return case_name(param_info.param); });
+
+// ---- Larger shapes and launch variants ------------------------------------------------
+
+TEST(FusedMlp, HugeOddBatch) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 16;
+    c.depth = 2;
+    c.batch = 1000003;  // many tiles per block: exercises the partial sums
+    c.hidden = Activation::ReLU;
+    check_against_reference(c);
+}
+
+TEST(FusedMlp, ManyTilesPerBlockWithSmallTiles) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 64;
+    c.depth = 2;
+    c.batch = 60001;
+    c.tuning.rows_per_tile = 32;
+    c.hidden = Activation::Tanh;
+    check_against_reference(c);
+}
+
+// 157 tiles over (typically) 132 blocks: some blocks run two tiles. Small
+// enough to run under compute-sanitizer racecheck.
+TEST(FusedMlp, TwoTilesPerBlock) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 64;
+    c.depth = 2;
+    c.batch = 5000;
+    c.tuning.rows_per_tile = 32;
+    c.hidden = Activation::Softplus;
+    check_against_reference(c);
+}
+
+TEST(FusedMlp, OneRowTilePerWarp) {
+    SKIP_WITHOUT_GPU();
+    for (uint32_t w : {16u, 64u, 128u}) {
+        Case c;
+        c.width = w;
+        c.depth = 3;
+        c.batch = 1000;
+        c.tuning.row_tiles_per_warp = 1;
+        c.hidden = Activation::SiLU;
+        check_against_reference(c);
+    }
+}
+
+// Deepest and widest: too much state per row for 32-row slabs, so the
+// planner falls back to 16-row slabs. fp16 rounding of 16 stacked layers
+// adds up (~sqrt(depth) * 2e-4), hence the looser forward tolerance.
+TEST(FusedMlp, DeepWide) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 256;
+    c.depth = 16;
+    c.batch = 200;
+    c.hidden = Activation::Tanh;
+    c.fwd_tol = 3e-3;
+    c.grad_tol = 2e-2;
+    check_against_reference(c);
+}
+
+TEST(FusedMlp, WideInputAndOutput) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 64;
+    c.depth = 2;
+    c.batch = 777;
+    c.n_in = 100;
+    c.n_out = 70;
+    c.hidden = Activation::ReLU;
+    check_against_reference(c);
+}
+
+// Mean-reduced losses over big batches give dL/dout ~ 1e-6, below fp16's
+// normal range; the loss scale must keep the gradients accurate.
+TEST(FusedMlp, TinyLossGradients) {
+    SKIP_WITHOUT_GPU();
+    Case c;
+    c.width = 64;
+    c.depth = 2;
+    c.batch = 500;
+    c.dout_scale = 2e-6;
+    check_against_reference(c);
+}
+
+TEST(FusedMlp, FusedL2TrainStep) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t batch = 3001;
+    Case c;
+    c.width = 64;
+    c.depth = 3;
+    c.batch = batch;
+    c.hidden = Activation::SiLU;
+    c.output = Activation::Sigmoid;
+    std::mt19937_64 rng(99);
+    const reference::MlpDims d = dims_of(c);
+    const std::vector<double> params = random_params(d, rng);
+    const std::vector<double> in = random_values((size_t)batch * c.n_in, 1.0, true, rng);
+    std::vector<double> target = random_values((size_t)batch * c.n_out, 1.0, false, rng);
+
+    FusedMlpConfig cfg{c.n_in, c.n_out, c.width, c.depth, c.hidden, c.output};
+    FusedMlp mlp(cfg);
+    const std::vector<float> params_f = to_float(params);
+    mlp.set_params(params_f.data());
+    DeviceFloats d_in(to_float(in)), d_target(to_float(target));
+    DeviceFloats d_out((size_t)batch * c.n_out), d_din((size_t)batch * c.n_in), d_dw(d.n_params());
+    mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+
+    const double norm = 1.0 / ((double)batch * c.n_out);
+    const ReferenceResult ref = reference_pass(d, params, in, batch, [&](uint32_t row, const double* y, double* dy) {
+        for (uint32_t o = 0; o < c.n_out; ++o) dy[o] = 2.0 * (y[o] - target[(size_t)row * c.n_out + o]) * norm;
+    });
+    const auto out = d_out.download(), din = d_din.download(), dw = d_dw.download();
+    EXPECT_LE(relative_error(out, ref.out, c.n_out, {}), 1e-3);
+    EXPECT_LE(relative_error(din, ref.din, c.n_in, {}), 1e-2);
+    EXPECT_LE(relative_error(dw, ref.dparams, 0, {}), 1e-2);
+}
+
+// Same inputs -> bit-identical gradients, also when replayed from a CUDA graph.
+TEST(FusedMlp, DeterministicAndGraphCapturable) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t batch = 200000, n_in = 32, n_out = 16;
+    FusedMlpConfig cfg{n_in, n_out, 64, 2, Activation::ReLU, Activation::None};
+    FusedMlp mlp(cfg);
+    std::mt19937_64 rng(5);
+    const reference::MlpDims d{n_in, 64, 2, n_out, Activation::ReLU, Activation::None};
+    const auto params = to_float(random_params(d, rng));
+    mlp.set_params(params.data());
+    DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
+    DeviceFloats d_dout(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
+    DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(d.n_params());
+
+    cudaStream_t stream;
+    FUSEDNGP_CUDA_CHECK(cudaStreamCreate(&stream));
+    mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, stream);
+    FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto dw1 = d_dw.download(), din1 = d_din.download();
+
+    d_dw.poison();
+    d_din.poison();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    FUSEDNGP_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    mlp.forward(d_in.ptr(), d_out.ptr(), batch, stream);
+    mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, stream);
+    FUSEDNGP_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    FUSEDNGP_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    FUSEDNGP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto dw2 = d_dw.download(), din2 = d_din.download();
+    EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float)));
+    EXPECT_TRUE(all_finite(d_out.download()));
+
+    // accumulate = true adds onto what is there.
+    mlp.backward(d_in.ptr(), d_dout.ptr(), nullptr, d_dw.ptr(), batch, stream, true);
+    FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto dw3 = d_dw.download();
+    for (size_t i = 0; i < dw3.size(); ++i) ASSERT_EQ(dw3[i], dw1[i] + dw1[i]) << i;
+
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+}
+
+TEST(FusedMlp, RejectsUnsupportedConfigs) {
+    FusedMlpConfig cfg{32, 16, 48, 2, Activation::ReLU, Activation::None};
+    EXPECT_THROW(FusedMlp{cfg}, std::invalid_argument);
+    cfg.width = 64;
+    cfg.n_hidden_layers = 17;
+    EXPECT_THROW(FusedMlp{cfg}, std::invalid_argument);
+    cfg.n_hidden_layers = 0;
+    EXPECT_THROW(FusedMlp{cfg}, std::invalid_argument);
+}
+
+} // namespace
+} // namespace fusedngp::gpu
