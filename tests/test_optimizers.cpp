@@ -125,8 +125,8 @@ TEST(Adam, SkipsRowsWithAllZeroGradientIncludingMoments) {
     // network rows are never skipped by default -> momentum moves it.
     std::vector<double> g2 = {0.1, 0.0, 0.0, 0.0, 0.5, 0.6, 0.0, 0.8};
     adam.step(w.data(), g2.data());
-    const std::vector<double>& m = state_buffer(adam, "first_moment");
-    const std::vector<double>& v = state_buffer(adam, "second_moment");
+    const std::vector<double> m = state_buffer(adam, "first_moment");
+    const std::vector<double> v = state_buffer(adam, "second_moment");
     for (size_t i : {2, 3}) {
         EXPECT_EQ(w[i], w_after_1[i]) << i;
         EXPECT_EQ(m[i], m_after_1[i]) << i;
