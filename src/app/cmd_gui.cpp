@@ -2,6 +2,7 @@
 // arguments when built with the GUI and a display is available.
 #include "app/commands.h"
 
+#include "backends/backend.h"
 #include "config/config_override.h"
 #include "core/errors.h"
 
@@ -25,7 +26,7 @@ struct GuiCliOptions {
     uint64_t frames = 0;
     std::string screenshot;
     std::vector<std::string> sets;
-    uint32_t batch_size = 1 << 14;
+    uint32_t batch_size = 0;  // 0: chosen for the backend
     uint64_t seed = 1337;
 };
 
@@ -39,9 +40,10 @@ int run_gui_command(const GuiCliOptions& o) {
 #ifdef FUSEDNGP_HAVE_GUI
     GuiOptions g;
     g.data = o.data.empty() ? default_image() : o.data;
-    g.backend = o.backend;
+    g.backend = o.backend.empty() ? available_backends().front() : o.backend;
     g.config = o.config;
-    g.batch_size = o.batch_size;
+    // The CPU backend at 2^12 samples per step keeps frames near 30 fps on two cores.
+    g.batch_size = o.batch_size ? o.batch_size : (equals_ignore_case(g.backend, "cpu") ? 1u << 12 : 1u << 18);
     g.seed = o.seed;
     g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes)};
     return run_gui(g);
@@ -58,7 +60,7 @@ void add_gui_command(CLI::App& app) {
     cmd->add_option("data", o->data, "image to train on; default: the bundled data/astronaut.png");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/image.json");
-    cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app)")->capture_default_str();
+    cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda");
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");

@@ -70,10 +70,8 @@ void training_controls(TrainingSession& session, UiState& ui, uint64_t frame) {
     ImGui::TextDisabled("step %llu", (unsigned long long)session.step());
 
     int log2_batch = (int)std::lround(std::log2((double)session.batch_size()));
-    ImGui::SliderInt("batch (log2)", &log2_batch, 8, 20, "2^%d", ImGuiSliderFlags_AlwaysClamp);
+    ImGui::SliderInt("batch size", &log2_batch, 8, 20, "2^%d", ImGuiSliderFlags_AlwaysClamp);
     if (ImGui::IsItemDeactivatedAfterEdit()) apply(session, ui, "batch_size", 1 << log2_batch, frame);
-    ImGui::SameLine();
-    ImGui::TextDisabled("%u", session.batch_size());
 
     float lr = (float)session.backend().learning_rate();
     ImGui::InputFloat("learning rate", &lr, 0, 0, "%.2e");
@@ -119,9 +117,11 @@ void encoding_controls(TrainingSession& session, UiState& ui, uint64_t frame) {
 } // namespace
 
 void draw_control_panel(TrainingSession& session, UiState& ui, uint64_t frame) {
+    ImGui::PushItemWidth(ImGui::GetContentRegionAvail().x * 0.6f);
     if (ImGui::CollapsingHeader("Training", ImGuiTreeNodeFlags_DefaultOpen)) training_controls(session, ui, frame);
     if (ImGui::CollapsingHeader("Network", ImGuiTreeNodeFlags_DefaultOpen)) network_controls(session, ui, frame);
     if (ImGui::CollapsingHeader("Encoding", ImGuiTreeNodeFlags_DefaultOpen)) encoding_controls(session, ui, frame);
+    ImGui::PopItemWidth();
 }
 
 } // namespace fusedngp

@@ -51,6 +51,7 @@ void TrainingSession::run_step() {
     double ms = ms_since(start);
     stats_.record(ms, backend_->last_timings(), batch_size_);
     train_seconds_ += ms * 1e-3;
+    ++total_steps_;
     last_loss_ = loss;
     if (std::isnan(first_loss_)) first_loss_ = loss;
     if (awaiting_loss_after_ && !changes_.empty()) changes_.back().loss_after = loss;
@@ -74,6 +75,7 @@ void TrainingSession::reset() {
     first_loss_ = std::numeric_limits<float>::quiet_NaN();
     last_loss_ = std::numeric_limits<float>::quiet_NaN();
     train_seconds_ = 0;
+    total_steps_ = 0;
 }
 
 void TrainingSession::rebuild(const json& new_config, bool carry) {

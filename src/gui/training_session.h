@@ -65,7 +65,8 @@ public:
     const Image& image() const { return data_->image(); }
     const json& config() const { return config_; }
     const std::string& backend_name() const { return backend_name_; }
-    uint64_t step() const { return backend_->step(); }
+    // Steps of this session in total (the backend's count restarts on a rebuild).
+    uint64_t step() const { return total_steps_; }
     float last_loss() const { return last_loss_; }
     float first_loss() const { return first_loss_; }
     const std::vector<float>& loss_history() const { return loss_history_; }
@@ -90,6 +91,7 @@ private:
     StepStats stats_;
     double flops_per_sample_ = 0;
     double train_seconds_ = 0;
+    uint64_t total_steps_ = 0;
     float last_loss_ = std::numeric_limits<float>::quiet_NaN();
     float first_loss_ = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> loss_history_;
