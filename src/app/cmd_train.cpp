@@ -1,6 +1,6 @@
 // `fusedngp train`: train a model on data, then write a snapshot, a render and
 // summary.json into the output directory. Also what `fusedngp` runs with no
-// arguments (the bundled image, until the GUI takes over).
+// arguments when there is no display or no GUI in the build.
 #include "app/commands.h"
 
 #include "app/interrupt.h"
@@ -178,7 +178,9 @@ void add_train_command(CLI::App& app) {
 }
 
 int run_default() {
-    std::printf("fusedngp: training on the bundled image (see `fusedngp --help` for more)\n");
+    if (gui_available()) return run_gui_default();
+    std::printf("fusedngp: no display (or built without the GUI): training headless on the bundled image "
+                "(see `fusedngp --help`)\n");
     TrainOptions o;
     o.seconds = 60;
     return run_train(o);

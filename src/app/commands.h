@@ -10,6 +10,12 @@ void add_info_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_gui_command(CLI::App& app);
+
+// Built with the desktop app and a display ($DISPLAY or $WAYLAND_DISPLAY) present?
+bool gui_available();
+// The desktop app on the bundled image.
+int run_gui_default();
 
 // What `fusedngp` does with no subcommand.
 int run_default();

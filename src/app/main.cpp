@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     fusedngp::add_render_command(app);
     fusedngp::add_export_command(app);
     fusedngp::add_info_command(app);
+    fusedngp::add_gui_command(app);
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) return fusedngp::run_default();

@@ -47,6 +47,11 @@ public:
     virtual TrainingState save_state() const = 0;
     // Throws InputError when the state does not fit this model.
     virtual void load_state(const TrainingState& state) = 0;
+    // Replaces the model's parameters (e.g. weights carried over from a
+    // reshaped model). The optimizer state is left as it is: call it on a
+    // fresh backend so moments and averages start from these weights.
+    // Throws InputError when the size does not match.
+    virtual void set_params(const std::vector<float>& params) = 0;
 
     virtual StepTimings last_timings() const = 0;
     virtual double learning_rate() const = 0;

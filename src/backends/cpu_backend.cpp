@@ -34,6 +34,14 @@ TrainingState CpuBackend::save_state() const {
     return s;
 }
 
+void CpuBackend::set_params(const std::vector<float>& params) {
+    if (params.size() != trainer_.model().params().size()) {
+        throw InputError("set_params: got " + std::to_string(params.size()) + " parameters, the model has " +
+                         std::to_string(trainer_.model().params().size()));
+    }
+    trainer_.model().params() = params;
+}
+
 void CpuBackend::load_state(const TrainingState& s) {
     if (s.params.size() != trainer_.model().params().size()) {
         throw InputError("snapshot has " + std::to_string(s.params.size()) + " parameters, the model has " +

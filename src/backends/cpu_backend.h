@@ -24,6 +24,7 @@ public:
 
     TrainingState save_state() const override;
     void load_state(const TrainingState& state) override;
+    void set_params(const std::vector<float>& params) override;
 
     StepTimings last_timings() const override { return trainer_.last_timings(); }
     double learning_rate() const override { return trainer_.optimizer().learning_rate(); }

@@ -1,0 +1,89 @@
+// `fusedngp gui [DATA]`: the desktop app. Also what `fusedngp` runs with no
+// arguments when built with the GUI and a display is available.
+#include "app/commands.h"
+
+#include "backends/backend.h"
+#include "config/config_override.h"
+#include "core/errors.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifdef FUSEDNGP_HAVE_GUI
+#include "gui/gui_app.h"
+#endif
+
+namespace fusedngp {
+
+namespace {
+
+struct GuiCliOptions {
+    std::string data;
+    std::string backend;
+    std::string config;
+    uint64_t frames = 0;
+    std::string screenshot;
+    std::vector<std::string> sets;
+    uint32_t batch_size = 0;  // 0: chosen for the backend
+    uint64_t seed = 1337;
+};
+
+std::string default_image() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
+
+int run_gui_command(const GuiCliOptions& o) {
+    // Parsed even without a GUI build, so bad --set reports the same everywhere.
+    std::vector<ScheduledChange> changes;
+    for (const auto& s : o.sets) changes.push_back(parse_scheduled_change(s));
+    if (!o.screenshot.empty() && o.frames == 0) throw InputError("--screenshot needs --frames (the final frame is saved)");
+#ifdef FUSEDNGP_HAVE_GUI
+    GuiOptions g;
+    g.data = o.data.empty() ? default_image() : o.data;
+    g.backend = o.backend.empty() ? available_backends().front() : o.backend;
+    g.config = o.config;
+    // The CPU backend at 2^12 samples per step keeps frames near 30 fps on two cores.
+    g.batch_size = o.batch_size ? o.batch_size : (equals_ignore_case(g.backend, "cpu") ? 1u << 12 : 1u << 18);
+    g.seed = o.seed;
+    g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes)};
+    return run_gui(g);
+#else
+    throw InputError("this fusedngp was built without the desktop app (configure with -DFUSEDNGP_GUI=ON)");
+#endif
+}
+
+} // namespace
+
+void add_gui_command(CLI::App& app) {
+    auto o = std::make_shared<GuiCliOptions>();
+    CLI::App* cmd = app.add_subcommand("gui", "Open the desktop app: train live, change the network while it trains");
+    cmd->add_option("data", o->data, "image to train on; default: the bundled data/astronaut.png");
+    cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
+    cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/image.json");
+    cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda");
+    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+    cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
+    cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");
+    cmd->add_option("--set", o->sets,
+                    "KEY=VALUE@FRAME: change a config value at a frame, e.g. network.n_neurons=128@50 (repeatable)");
+    cmd->callback([o]() {
+        int rc = run_gui_command(*o);
+        if (rc != 0) throw CLI::RuntimeError(rc);
+    });
+}
+
+bool gui_available() {
+#ifdef FUSEDNGP_HAVE_GUI
+    auto set = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v && *v;
+    };
+    return set("DISPLAY") || set("WAYLAND_DISPLAY");
+#else
+    return false;
+#endif
+}
+
+int run_gui_default() { return run_gui_command(GuiCliOptions{}); }
+
+} // namespace fusedngp

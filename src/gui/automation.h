@@ -1,0 +1,40 @@
+// Scripted runs for tests and benchmarks: quit after N frames, apply
+// `--set KEY=VALUE@FRAME` changes at their frames, and report at exit.
+#pragma once
+
+#include "config/config_override.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusedngp {
+
+class TrainingSession;
+
+struct AutomationOptions {
+    uint64_t frames = 0;             // 0: run until the window closes
+    std::string screenshot;          // written from the final frame when set
+    std::vector<ScheduledChange> changes;
+};
+
+class Automation {
+public:
+    explicit Automation(AutomationOptions options) : options_(std::move(options)) {}
+
+    // Applies the changes scheduled for `frame`. Throws (ConfigError,
+    // InputError) when one is invalid: a scripted run must not go on silently.
+    void apply_due(uint64_t frame, TrainingSession& session) const;
+    bool finished(uint64_t frames_drawn) const { return options_.frames > 0 && frames_drawn >= options_.frames; }
+    const std::string& screenshot_path() const { return options_.screenshot; }
+
+    // One line per applied change, then the final loss and PSNR:
+    //   change frame=120 key=network.n_neurons value=128 loss_before=0.0123 loss_after=0.0130
+    //   final frames=300 steps=280 first_loss=0.91 loss=0.0051 psnr=24.31
+    void print_report(TrainingSession& session, uint64_t frames_drawn) const;
+
+private:
+    AutomationOptions options_;
+};
+
+} // namespace fusedngp

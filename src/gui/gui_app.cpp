@@ -1,0 +1,280 @@
+#include "gui/gui_app.h"
+
+#include "config/config.h"
+#include "core/errors.h"
+#include "gui/display_texture.h"
+#include "gui/gl_window.h"
+#include "gui/image_view.h"
+#include "gui/imgui_layer.h"
+#include "gui/panels.h"
+#include "gui/prediction_renderer.h"
+#include "gui/screenshot.h"
+#include "gui/training_session.h"
+#include "gui/ui_state.h"
+#include "modes/mode.h"
+#include "persist/snapshot.h"
+
+#include <glad/gl.h>
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+namespace fusedngp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A frame every 33 ms keeps the UI at 30 fps on the CPU backend; training gets
+// ~70% of it, the progressive prediction render a slice, the UI the rest.
+constexpr double kFrameMs = 33.3;
+constexpr double kTrainShare = 0.6;
+constexpr double kRenderShare = 0.12;
+constexpr double kPsnrEverySeconds = 2.0;
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+std::vector<float> rgba_of(const Image& image) {
+    std::vector<float> rgba(image.pixel_count() * 4);
+    to_rgba(image.pixels.data(), image.channels, image.pixel_count(), rgba.data());
+    return rgba;
+}
+
+// Everything that lives for one app run, wired together by the loop below.
+struct App {
+    GlWindow& window;
+    TrainingSession& session;
+    ImageView view;
+    DisplayTexture truth, prediction;
+    PredictionRenderer renderer;
+    UiState ui;
+    std::vector<std::string> dropped;
+    uint64_t seen_generation = ~0ull;
+    double psnr = 0, psnr_time = -1e9;
+
+    App(GlWindow& w, TrainingSession& s) : window(w), session(s) {}
+};
+
+void open_dropped(App& app) {
+    for (const auto& path : app.dropped) {
+        bool snapshot = false;
+        try {
+            snapshot = is_snapshot_file(path);
+        } catch (const std::exception&) {
+        }
+        if (snapshot) {
+            if (run_reporting_errors(app.ui, "loading " + path, [&] { app.session.load_snapshot(path); }))
+                app.ui.info("loaded snapshot " + path);
+        } else if (run_reporting_errors(app.ui, "opening " + path, [&] { app.session.load_image(path); })) {
+            app.ui.info("opened " + path);
+        }
+    }
+    app.dropped.clear();
+}
+
+// The image area: the framebuffer minus the side panel.
+ViewRect image_area(int fb_width, int fb_height, float panel_width_fb) {
+    return {0, 0, std::max(1.0f, (float)fb_width - panel_width_fb), (float)fb_height};
+}
+
+void handle_mouse(App& app, const ViewRect& area) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.WantCaptureMouse) return;
+    const float sx = io.DisplayFramebufferScale.x, sy = io.DisplayFramebufferScale.y;
+    const float mx = io.MousePos.x * sx, my = io.MousePos.y * sy;
+    if (mx < area.x || mx > area.x + area.width || my < area.y || my > area.y + area.height) return;
+    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) app.view.drag(io.MouseDelta.x * sx, io.MouseDelta.y * sy);
+    if (io.MouseWheel != 0) app.view.zoom_at(io.MouseWheel, mx, my, area);
+    app.prediction.set_nearest_filter(app.view.zoom() > 2.0f);
+    app.truth.set_nearest_filter(app.view.zoom() > 2.0f);
+}
+
+void choose_render_resolution(App& app, const ViewRect& area) {
+    const Image& img = app.session.image();
+    int w = img.width, h = img.height;
+    if (app.ui.render_resolution == 1) {
+        // The size the prediction occupies on screen (capped: the CPU renders it).
+        float panel_w = app.view.mode == ViewMode::SideBySide ? area.width * 0.5f : area.width;
+        float scale = std::min(panel_w / (float)img.width, area.height / (float)img.height) * app.view.zoom();
+        w = std::clamp((int)((float)img.width * scale), 16, 4096);
+        h = std::clamp((int)((float)img.height * scale), 16, 4096);
+    } else if (app.ui.render_resolution == 2) {
+        w = app.ui.custom_width;
+        h = app.ui.custom_height;
+    }
+    app.renderer.set_resolution(w, h);
+}
+
+void draw_status_bar(const App& app, const ViewRect& area, float scale) {
+    if (app.ui.message.empty()) return;
+    const ImGuiIO& io = ImGui::GetIO();
+    ImGui::SetNextWindowPos(ImVec2(area.x / io.DisplayFramebufferScale.x + 8 * scale,
+                                   (area.y + area.height) / io.DisplayFramebufferScale.y - 8 * scale),
+                            ImGuiCond_Always, ImVec2(0, 1));
+    ImGui::SetNextWindowBgAlpha(0.75f);
+    ImGui::Begin("##status", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoFocusOnAppearing |
+                     ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoInputs);
+    ImVec4 colour = app.ui.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.7f, 0.9f, 0.7f, 1);
+    ImGui::TextColored(colour, "%s", app.ui.message.c_str());
+    ImGui::End();
+}
+
+void draw_side_panel(App& app, uint64_t frame, float width) {
+    const ImGuiIO& io = ImGui::GetIO();
+    ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - width, 0), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(width, io.DisplaySize.y), ImGuiCond_Always);
+    ImGui::Begin("fusedngp", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                                          ImGuiWindowFlags_NoTitleBar);
+    ImGui::TextColored(ImVec4(0.45f, 0.75f, 1.0f, 1.0f), "fusedngp");
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s  |  %.0f fps  |  %s", app.session.backend_name().c_str(), app.ui.fps,
+                        app.session.running ? "training" : "paused");
+    ImGui::Separator();
+    draw_info_panel(app.session, app.ui, app.psnr);
+    draw_view_panel(app.view, app.ui);
+    draw_control_panel(app.session, app.ui, frame);
+    draw_files_panel(app.session, app.ui);
+    ImGui::End();
+    draw_file_prompt(app.session, app.ui);
+    draw_help_window(app.ui);
+}
+
+void update_model_views(App& app) {
+    if (app.seen_generation == app.session.generation()) return;
+    // New model or data: refresh ground truth, restart the progressive render.
+    const Image& img = app.session.image();
+    std::vector<float> rgba = rgba_of(img);
+    app.truth.upload_from_host(rgba.data(), img.width, img.height);
+    app.renderer.restart();
+    app.psnr_time = -1e9;
+    app.seen_generation = app.session.generation();
+}
+
+void save_pending_screenshot(App& app, int fb_w, int fb_h) {
+    if (app.ui.screenshot_after_frame == FileAction::None) return;
+    const std::string path = app.ui.pending_screenshot_path;
+    app.ui.screenshot_after_frame = FileAction::None;
+    if (run_reporting_errors(app.ui, "screenshot " + path, [&] { save_screenshot(path, fb_w, fb_h); }))
+        app.ui.info("saved " + path);
+}
+
+// Returns the number of frames drawn. The final frame stays in the back
+// buffer, unswapped, so a scripted screenshot reads exactly what was drawn.
+uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale) {
+    uint64_t frame = 0;
+    auto last_frame = Clock::now();
+    bool vsync = app.ui.vsync;
+    while (!app.window.should_close()) {
+        app.window.poll_events();
+        automation.apply_due(frame, app.session);
+        open_dropped(app);
+        if (app.ui.vsync != vsync) app.window.set_vsync(vsync = app.ui.vsync);
+
+        if (app.session.running) app.session.train_for(kFrameMs * kTrainShare);
+        update_model_views(app);
+        if (app.session.train_seconds() - app.psnr_time >= kPsnrEverySeconds) {
+            app.psnr = app.session.subsample_psnr();
+            app.psnr_time = app.session.train_seconds();
+        }
+
+        int fb_w = 0, fb_h = 0;
+        app.window.framebuffer_size(fb_w, fb_h);
+        layer.begin_frame();
+        const ImGuiIO& io = ImGui::GetIO();
+        const float panel_width = std::min(400.0f * scale, io.DisplaySize.x * 0.5f);
+        ViewRect area = image_area(fb_w, fb_h, panel_width * io.DisplayFramebufferScale.x);
+        handle_shortcuts(app.session, app.view, app.ui);
+        handle_mouse(app, area);
+        choose_render_resolution(app, area);
+        app.renderer.advance(app.session.backend(), app.session.image().channels, app.prediction, kFrameMs * kRenderShare);
+        draw_side_panel(app, frame, panel_width);
+        draw_status_bar(app, area, scale);
+
+        glViewport(0, 0, fb_w, fb_h);
+        glClearColor(0.07f, 0.075f, 0.08f, 1.0f);
+        glClear(GL_COLOR_BUFFER_BIT);
+        app.view.draw(app.truth, app.prediction, app.session.image().color_space == ColorSpace::Linear, area, fb_w, fb_h);
+        layer.end_frame();
+        save_pending_screenshot(app, fb_w, fb_h);
+        ++frame;
+        if (automation.finished(frame)) {
+            if (!automation.screenshot_path().empty()) save_screenshot(automation.screenshot_path(), fb_w, fb_h);
+            break;
+        }
+        app.window.swap_buffers();
+
+        auto now = Clock::now();
+        const double ms = ms_between(last_frame, now);
+        last_frame = now;
+        app.ui.frame_ms = app.ui.frame_ms == 0 ? ms : app.ui.frame_ms + 0.1 * (ms - app.ui.frame_ms);
+        app.ui.fps = app.ui.frame_ms > 0 ? 1000.0 / app.ui.frame_ms : 0;
+    }
+    return frame;
+}
+
+} // namespace
+
+void validate_scheduled_changes(const json& config, uint32_t n_output_dims, const std::vector<ScheduledChange>& changes) {
+    std::vector<ScheduledChange> ordered = changes;
+    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.frame < b.frame; });
+    json current = config;
+    for (const auto& s : ordered) {
+        const json& v = s.change.value;
+        switch (change_effect(s.change.key)) {
+        case ChangeEffect::BatchSize:
+            if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 22))
+                throw ConfigError("batch_size", "must be an integer in [1, 4194304], got " + v.dump());
+            break;
+        case ChangeEffect::LearningRate:
+            if (!v.is_number() || !(v.get<double>() > 0))
+                throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + v.dump());
+            break;
+        case ChangeEffect::Rebuild:
+            apply_config_change(current, s.change);
+            Model<float>(2, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
+            break;
+        }
+    }
+}
+
+int run_gui(const GuiOptions& o) {
+    // Everything that can be wrong with the input fails before a window opens.
+    Image image = load_image(o.data);
+    json config = config_with_defaults(load_mode_config("image", o.config));
+    validate_scheduled_changes(config, (uint32_t)image.channels, o.automation.changes);
+    if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
+    const std::string backend = o.backend.empty() ? available_backends().front() : o.backend;
+    TrainingSession session(std::move(image), config, backend, o.batch_size, o.seed);
+
+    std::unique_ptr<GlWindow> window;
+    try {
+        window = std::make_unique<GlWindow>("fusedngp", 1600, 900, /*vsync=*/o.automation.frames == 0);
+    } catch (const std::runtime_error& e) {
+        throw InputError(std::string(e.what()) + " (is $DISPLAY set? use `fusedngp train` for headless runs)");
+    }
+    const float scale = window->content_scale();
+    std::printf("gui       %s, content scale %.2f\n", window->gl_renderer().c_str(), scale);
+    std::printf("data      %s: %s\n", o.data.c_str(), session.image().describe().c_str());
+    std::fflush(stdout);
+    ImGuiLayer layer(*window, scale);
+    App app(*window, session);
+    app.ui.vsync = o.automation.frames == 0;
+    window->on_drop([&app](const std::vector<std::string>& paths) {
+        app.dropped.insert(app.dropped.end(), paths.begin(), paths.end());
+    });
+    Automation automation(o.automation);
+    uint64_t frames = run_loop(app, layer, automation, scale);
+    if (app.ui.autosave_on_exit) {
+        run_reporting_errors(app.ui, "autosave", [&] { session.save_snapshot(app.ui.autosave_path); });
+        std::printf("%s\n", app.ui.message_is_error ? app.ui.message.c_str() : ("autosaved " + app.ui.autosave_path).c_str());
+    }
+    if (o.automation.frames > 0) automation.print_report(session, frames);
+    return 0;
+}
+
+} // namespace fusedngp

@@ -1,0 +1,29 @@
+// The desktop app: a window where a model trains live. The loop interleaves
+// training steps with frames under a per-frame time budget.
+#pragma once
+
+#include "gui/automation.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fusedngp {
+
+struct GuiOptions {
+    std::string data;     // image to train on
+    std::string backend;  // "cpu", "cuda"; empty: best available
+    std::string config;   // empty: configs/image.json (embedded)
+    uint32_t batch_size = 1 << 14;
+    uint64_t seed = 1337;
+    AutomationOptions automation;
+};
+
+// Runs until the window closes (or --frames). Throws InputError/ConfigError
+// for bad input before the window opens, or when no window can be opened.
+int run_gui(const GuiOptions& options);
+
+// Checks scripted changes against the config before anything runs: each
+// `--set` applied in frame order must give a buildable model. Throws.
+void validate_scheduled_changes(const json& config, uint32_t n_output_dims, const std::vector<ScheduledChange>& changes);
+
+} // namespace fusedngp

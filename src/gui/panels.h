@@ -1,0 +1,26 @@
+// The side panel's sections. Each draws its widgets and acts on the session;
+// errors become the UI message (the current model keeps running).
+#pragma once
+
+#include <cstdint>
+
+namespace fusedngp {
+
+class TrainingSession;
+class ImageView;
+struct UiState;
+
+// Start/pause/step/reset, batch size, learning rate, network, encoding, loss.
+void draw_control_panel(TrainingSession& session, UiState& ui, uint64_t frame);
+// Throughput, loss plot, PSNR, parameter counts, memory, last change.
+void draw_info_panel(TrainingSession& session, const UiState& ui, double psnr);
+// View mode, zoom, render resolution.
+void draw_view_panel(ImageView& view, UiState& ui);
+// Snapshot / export / screenshot / open buttons, settings, and the file prompt.
+void draw_files_panel(TrainingSession& session, UiState& ui);
+void draw_file_prompt(TrainingSession& session, UiState& ui);
+void draw_help_window(UiState& ui);
+// Keyboard shortcuts (ignored while a text field has focus).
+void handle_shortcuts(TrainingSession& session, ImageView& view, UiState& ui);
+
+} // namespace fusedngp

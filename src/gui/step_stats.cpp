@@ -1,0 +1,31 @@
+#include "gui/step_stats.h"
+
+#include "model/model.h"
+
+#include <algorithm>
+
+namespace fusedngp {
+
+double mlp_forward_flops_per_sample(const std::vector<NamedTensor>& tensors) {
+    double flops = 0;
+    for (const auto& t : tensors) {
+        if (t.name.rfind("network.", 0) == 0 && t.shape.size() == 2) flops += 2.0 * (double)t.shape[0] * (double)t.shape[1];
+    }
+    return flops;
+}
+
+void StepStats::record(double total_ms, const StepTimings& split, uint32_t batch_size) {
+    const double data = std::max(0.0, total_ms - split.forward_ms - split.backward_ms - split.optimizer_ms);
+    // Exponential smoothing over ~20 steps: readable numbers that still follow changes.
+    const double a = primed_ ? 0.05 : 1.0;
+    data_ms_ += a * (data - data_ms_);
+    forward_ms_ += a * (split.forward_ms - forward_ms_);
+    backward_ms_ += a * (split.backward_ms - backward_ms_);
+    optimizer_ms_ += a * (split.optimizer_ms - optimizer_ms_);
+    batch_size_ = batch_size;
+    primed_ = true;
+}
+
+void StepStats::reset() { *this = StepStats(); }
+
+} // namespace fusedngp

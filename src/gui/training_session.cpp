@@ -1,0 +1,211 @@
+#include "gui/training_session.h"
+
+#include "config/config.h"
+#include "core/errors.h"
+#include "persist/snapshot.h"
+#include "persist/weights.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace fusedngp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+constexpr size_t kLossHistory = 2000;
+constexpr int kPsnrSamples = 1 << 14;
+
+} // namespace
+
+TrainingSession::TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size,
+                                 uint64_t seed)
+    : backend_name_(std::move(backend_name)), seed_(seed), batch_size_(batch_size) {
+    auto data = std::make_unique<ImageTrainingData>(std::move(image));
+    json full = config_with_defaults(config);
+    auto backend = create_backend(backend_name_, full, *data, seed_);
+    adopt(std::move(data), std::move(backend), full);
+}
+
+TrainingSession::~TrainingSession() {
+    backend_.reset();  // before the data it refers to
+}
+
+void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend,
+                            const json& config) {
+    backend_.reset();
+    if (data) data_ = std::move(data);
+    backend_ = std::move(backend);
+    config_ = config;
+    flops_per_sample_ = mlp_forward_flops_per_sample(backend_->named_tensors());
+    stats_.reset();
+    ++generation_;
+}
+
+void TrainingSession::run_step() {
+    auto start = Clock::now();
+    float loss = backend_->train_step(batch_size_);
+    double ms = ms_since(start);
+    stats_.record(ms, backend_->last_timings(), batch_size_);
+    train_seconds_ += ms * 1e-3;
+    ++total_steps_;
+    last_loss_ = loss;
+    if (std::isnan(first_loss_)) first_loss_ = loss;
+    if (awaiting_loss_after_ && !changes_.empty()) changes_.back().loss_after = loss;
+    awaiting_loss_after_ = false;
+    if (loss_history_.size() >= kLossHistory) loss_history_.erase(loss_history_.begin(), loss_history_.begin() + kLossHistory / 2);
+    loss_history_.push_back(loss);
+}
+
+void TrainingSession::train_for(double budget_ms) {
+    auto start = Clock::now();
+    do {
+        run_step();
+    } while (ms_since(start) + stats_.step_ms() < budget_ms);
+}
+
+void TrainingSession::single_step() { run_step(); }
+
+void TrainingSession::reset() {
+    rebuild(config_, false);
+    loss_history_.clear();
+    first_loss_ = std::numeric_limits<float>::quiet_NaN();
+    last_loss_ = std::numeric_limits<float>::quiet_NaN();
+    train_seconds_ = 0;
+    total_steps_ = 0;
+}
+
+void TrainingSession::rebuild(const json& new_config, bool carry) {
+    json full = config_with_defaults(new_config);
+    // A different seed per rebuild: the new sampler does not replay the first batches.
+    auto fresh = create_backend(backend_name_, full, *data_, seed_ + generation_);
+    size_t carried = 0;
+    if (carry) {
+        std::vector<float> old_params = backend_->save_state().params;
+        std::vector<NamedTensor> old_tensors = backend_->named_tensors();
+        std::vector<float> params = fresh->save_state().params;
+        ParamSource source{config_["encoding"], old_tensors, old_params};
+        carried = transfer_params(source, full["encoding"], fresh->named_tensors(), params, new_inputs).copied;
+        fresh->set_params(params);
+    }
+    adopt(nullptr, std::move(fresh), full);
+    if (!changes_.empty()) changes_.back().params_carried = carried;
+}
+
+void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
+    ChangeRecord record{frame, change.key, value_text(change.value), last_loss_};
+    switch (change_effect(change.key)) {
+    case ChangeEffect::BatchSize: {
+        if (!change.value.is_number_integer() || change.value.get<int64_t>() < 1 || change.value.get<int64_t>() > (1 << 22)) {
+            throw ConfigError("batch_size", "must be an integer in [1, 4194304], got " + change.value.dump());
+        }
+        set_batch_size(change.value.get<uint32_t>());
+        break;
+    }
+    case ChangeEffect::LearningRate: {
+        if (!change.value.is_number() || !(change.value.get<double>() > 0)) {
+            throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + change.value.dump());
+        }
+        backend_->set_learning_rate(change.value.get<double>());
+        apply_config_change(config_, change);
+        break;
+    }
+    case ChangeEffect::Rebuild: {
+        json next = config_;
+        apply_config_change(next, change);
+        changes_.push_back(record);
+        try {
+            rebuild(next, carry_weights);
+        } catch (...) {
+            changes_.pop_back();
+            throw;
+        }
+        awaiting_loss_after_ = true;
+        return;
+    }
+    }
+    changes_.push_back(record);
+    awaiting_loss_after_ = true;
+}
+
+void TrainingSession::set_batch_size(uint32_t batch_size) { batch_size_ = std::max<uint32_t>(1, batch_size); }
+
+void TrainingSession::load_image(const std::string& path) {
+    Image image = fusedngp::load_image(path);
+    auto data = std::make_unique<ImageTrainingData>(std::move(image));
+    if ((int)data->n_output_dims() == data_->image().channels) {
+        // Same model shape: keep training the current weights on the new image.
+        auto fresh = create_backend(backend_name_, config_, *data, seed_ + generation_);
+        fresh->set_params(backend_->save_state().params);
+        adopt(std::move(data), std::move(fresh), config_);
+    } else {
+        auto fresh = create_backend(backend_name_, config_, *data, seed_ + generation_);
+        adopt(std::move(data), std::move(fresh), config_);
+        loss_history_.clear();
+    }
+}
+
+void TrainingSession::save_snapshot(const std::string& path) const {
+    const Image& img = image();
+    Snapshot snap{config_, "image", img.path, 2, (uint32_t)img.channels, image_mode_info(img),
+                  backend_->name(), backend_->save_state()};
+    fusedngp::save_snapshot(path, snap);
+}
+
+void TrainingSession::load_snapshot(const std::string& path) {
+    Snapshot snap = fusedngp::load_snapshot(path);
+    if (snap.mode != "image") throw InputError(path + ": snapshot is for mode \"" + snap.mode + "\", not image");
+    std::unique_ptr<ImageTrainingData> data;
+    if ((int)snap.n_output_dims != image().channels || snap.n_input_dims != 2) {
+        // The snapshot was trained on other data: open that, or give up cleanly.
+        data = std::make_unique<ImageTrainingData>(fusedngp::load_image(snap.data_path));
+        if ((int)snap.n_output_dims != data->image().channels) {
+            throw InputError(path + ": snapshot model has " + std::to_string(snap.n_output_dims) +
+                             " outputs, its image has " + std::to_string(data->image().channels) + " channels");
+        }
+    }
+    const TrainingData& target = data ? *data : *data_;
+    auto fresh = create_backend(backend_name_, snap.config, target, seed_ + generation_);
+    fresh->load_state(snap.state);
+    adopt(std::move(data), std::move(fresh), snap.config);
+    loss_history_.clear();
+}
+
+void TrainingSession::export_weights(const std::string& path) const {
+    const Image& img = image();
+    ModelDescription desc{config_, "image", 2, (uint32_t)img.channels, image_mode_info(img)};
+    // Only for its layout and names; the values are the backend's.
+    Model<float> layout(2, (uint32_t)img.channels, config_, 0);
+    fusedngp::export_weights(path, desc, layout, backend_->inference_params(), TensorDtype::F32);
+}
+
+double TrainingSession::subsample_psnr() {
+    const Image& img = image();
+    const size_t n = img.pixel_count();
+    const int count = (int)std::min<size_t>(n, kPsnrSamples);
+    if (psnr_coords_.rows() != count) {
+        // Evenly strided pixel centres: the same set every time, so the curve is comparable.
+        psnr_coords_.resize(count, 2);
+        psnr_targets_.resize(count, img.channels);
+        for (int k = 0; k < count; ++k) {
+            size_t p = (size_t)k * n / (size_t)count;
+            int x = (int)(p % (size_t)img.width), y = (int)(p / (size_t)img.width);
+            psnr_coords_(k, 0) = ((float)x + 0.5f) / (float)img.width;
+            psnr_coords_(k, 1) = ((float)y + 0.5f) / (float)img.height;
+            for (int c = 0; c < img.channels; ++c) psnr_targets_(k, c) = img.at(x, y, c);
+        }
+    }
+    backend_->inference(psnr_coords_, psnr_outputs_);
+    double mse = (psnr_outputs_ - psnr_targets_).squaredNorm() / (double)psnr_targets_.size();
+    return mse > 0 ? -10.0 * std::log10(mse) : 99.0;
+}
+
+double TrainingSession::full_psnr() {
+    InferenceFn infer = [&](const Matrix<float>& in, Matrix<float>& out) { backend_->inference(in, out); };
+    return evaluate_image(infer, image(), false).psnr;
+}
+
+} // namespace fusedngp

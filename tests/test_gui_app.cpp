@@ -1,0 +1,135 @@
+// The desktop app end to end under Xvfb (Mesa llvmpipe, CPU backend): trains
+// for a few hundred frames, widens the network and switches kernel mid-run,
+// and checks the printed report and the final screenshot.
+#include "cli_runner.h"
+#include "io/image.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
+
+using namespace fusedngp;
+using namespace fusedngp::test;
+
+namespace {
+
+bool have_program(const std::string& name) { return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0; }
+
+// "key=value key=value" -> map
+std::map<std::string, std::string> fields(const std::string& line) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(line);
+    std::string token;
+    while (in >> token) {
+        auto eq = token.find('=');
+        if (eq != std::string::npos) out[token.substr(0, eq)] = token.substr(eq + 1);
+    }
+    return out;
+}
+
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    }
+    return out;
+}
+
+// Mean of channel c over a cell of `image` (nearest samples), for comparing
+// a screen region with the source at a common coarse resolution.
+double cell_mean(const Image& image, double x0, double y0, double x1, double y1, int c) {
+    double sum = 0;
+    int n = 0;
+    for (int y = (int)y0; y < (int)y1; ++y) {
+        for (int x = (int)x0; x < (int)x1; ++x) {
+            sum += image.at(x, y, c);
+            ++n;
+        }
+    }
+    return n ? sum / n : 0;
+}
+
+} // namespace
+
+TEST(GuiApp, TrainsResizesAndSwitchesKernelUnderXvfb) {
+#ifndef FUSEDNGP_HAVE_GUI
+    GTEST_SKIP() << "built without the desktop app (FUSEDNGP_GUI=OFF)";
+#endif
+    if (!have_program("xvfb-run")) GTEST_SKIP() << "xvfb-run is not installed";
+    auto dir = make_temp_dir("gui");
+    const std::string shot = (dir / "S.png").string(), out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
+    const std::string source = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
+    std::string cmd = "xvfb-run -a -s \"-screen 0 1280x800x24\" " + std::string(FUSEDNGP_BINARY) + " gui " + source +
+                      " --backend cpu --frames 240 --screenshot " + shot +
+                      " --set network.n_neurons=128@100 --set network.otype=CublasMLP@170 >" + out + " 2>" + err +
+                      " </dev/null";
+    int status = std::system(cmd.c_str());
+    std::string text = read_text(out);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text << read_text(err);
+
+    auto changes = lines_starting(text, "change ");
+    auto finals = lines_starting(text, "final ");
+    ASSERT_EQ(changes.size(), 2u) << text;
+    ASSERT_EQ(finals.size(), 1u) << text;
+    auto resize = fields(changes[0]), kernel = fields(changes[1]), final_line = fields(finals[0]);
+    EXPECT_EQ(resize["key"], "network.n_neurons");
+    EXPECT_EQ(resize["value"], "128");
+    EXPECT_EQ(kernel["value"], "CublasMLP");
+    const double first = std::stod(final_line["first_loss"]), last = std::stod(final_line["loss"]);
+    EXPECT_LT(last, 0.05 * first) << "the loss did not fall: " << text;
+    // Weights survived the resize: right after it the loss is far below a fresh start's.
+    EXPECT_LT(std::stod(resize["loss_after"]), 0.05 * first) << text;
+    EXPECT_LT(std::stod(kernel["loss_after"]), 0.05 * first) << text;
+    EXPECT_GT(std::stod(final_line["psnr"]), 20.0) << text;
+
+    // The screenshot shows the prediction where the app draws it: side by
+    // side, right half of the image area (window minus the 400 px side panel).
+    Image s = load_image(shot);
+    Image src = load_image(source);
+    const double area_w = s.width - std::min(400.0, s.width * 0.5);
+    const double panel_w = (area_w - 4) * 0.5, side = std::min(panel_w, (double)s.height);
+    const double px0 = area_w - panel_w + (panel_w - side) * 0.5, py0 = (s.height - side) * 0.5;
+    const int cells = 16;
+    std::vector<double> a, b;
+    for (int cy = 0; cy < cells; ++cy) {
+        for (int cx = 0; cx < cells; ++cx) {
+            for (int c = 0; c < 3; ++c) {
+                double f0 = (double)cx / cells, f1 = (double)(cx + 1) / cells;
+                double g0 = (double)cy / cells, g1 = (double)(cy + 1) / cells;
+                a.push_back(cell_mean(s, px0 + f0 * side + 1, py0 + g0 * side + 1, px0 + f1 * side - 1, py0 + g1 * side - 1, c));
+                b.push_back(cell_mean(src, f0 * src.width, g0 * src.height, f1 * src.width, g1 * src.height, c));
+            }
+        }
+    }
+    double ma = 0, mb = 0;
+    for (size_t i = 0; i < a.size(); ++i) ma += a[i], mb += b[i];
+    ma /= a.size();
+    mb /= b.size();
+    double cov = 0, va = 0, vb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        cov += (a[i] - ma) * (b[i] - mb);
+        va += (a[i] - ma) * (a[i] - ma);
+        vb += (b[i] - mb) * (b[i] - mb);
+    }
+    EXPECT_GT(std::sqrt(va / a.size()), 0.1) << "the prediction region is blank";
+    EXPECT_NEAR(ma, mb, 0.05);
+    EXPECT_GT(cov / std::sqrt(va * vb), 0.95) << "the prediction region does not look like the source";
+}
+
+TEST(GuiApp, BadSetExitsTwoWithOneLine) {
+    for (const char* bad : {"--set network.n_neurons=128", "--set network.width=128@3", "--set network.n_neurons=64@x"}) {
+        CliResult r = run_cli(std::string("gui --frames 1 ") + bad);
+        EXPECT_EQ(r.exit_code, 2) << bad << r.out << r.err;
+        EXPECT_EQ(count_lines(r.err), 1) << r.err;
+        EXPECT_NE(r.err.find("--set"), std::string::npos) << r.err;
+    }
+    // A well-formed key with an invalid value fails before any window opens.
+    CliResult r = run_cli("gui --frames 1 --set network.activation=Wobbly@3");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("network.activation"), std::string::npos) << r.err;
+}
