@@ -128,8 +128,11 @@ TEST(GuiApp, BadSetExitsTwoWithOneLine) {
         EXPECT_EQ(count_lines(r.err), 1) << r.err;
         EXPECT_NE(r.err.find("--set"), std::string::npos) << r.err;
     }
-    // A well-formed key with an invalid value fails before any window opens.
+#ifdef FUSEDNGP_HAVE_GUI
+    // A well-formed key with an invalid value fails before any window opens
+    // (values are checked by the app, so only in builds that have it).
     CliResult r = run_cli("gui --frames 1 --set network.activation=Wobbly@3");
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("network.activation"), std::string::npos) << r.err;
+#endif
 }

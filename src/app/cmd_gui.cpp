@@ -30,7 +30,9 @@ struct GuiCliOptions {
     uint64_t seed = 1337;
 };
 
+#ifdef FUSEDNGP_HAVE_GUI
 std::string default_image() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
+#endif
 
 int run_gui_command(const GuiCliOptions& o) {
     // Parsed even without a GUI build, so bad --set reports the same everywhere.
