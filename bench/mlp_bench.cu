@@ -234,6 +234,8 @@ int main(int argc, char** argv) {
         variants.push_back({"slab32", mt2});
         variants.push_back({"max_rows", big});
         variants.push_back({"rows128", r128});
+        FusedMlpTuning no_prefetch; no_prefetch.l2_prefetch = false;
+        variants.push_back({"noprefet", no_prefetch});
     }
 
     std::vector<Row> rows;
@@ -263,6 +265,12 @@ int main(int argc, char** argv) {
             add("backward only", time_median_ms(opt.reps, [&](int i) {
                     mlp.backward(inputs[i % kRotations].as<float>(), douts[i % kRotations].as<float>(), din.as<float>(),
                                  dw.as<float>(), B, nullptr);
+                }), train_flop);
+            // Without d_dweights the reduce kernel does not run: the
+            // difference to "backward only" is its cost.
+            add("backward no dW", time_median_ms(opt.reps, [&](int i) {
+                    mlp.backward(inputs[i % kRotations].as<float>(), douts[i % kRotations].as<float>(), din.as<float>(),
+                                 nullptr, B, nullptr);
                 }), train_flop);
             std::printf("%s %s\n", v.name.c_str(), mlp.describe().c_str());
             std::fflush(stdout);

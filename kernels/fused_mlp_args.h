@@ -105,6 +105,7 @@ struct KernelArgs {
     float inv_loss_scale = 1.f;
     float loss_norm = 1.f;       // L1/L2: 1 / (batch * n_out)
     LossKind loss = LossKind::FromGradient;
+    bool l2_prefetch = false;      // prefetch the next tile's input (and this tile's dL/dout) into L2
 };
 
 } // namespace fusedngp::gpu

@@ -48,21 +48,35 @@ __global__ void convert_weights_kernel(const float* __restrict__ master, uint2* 
     }
 }
 
-// One thread per caller-layout parameter; blocks summed in index order.
+// Threads (x, y): x picks one of kReduceParams consecutive caller-layout
+// parameters, y one of kReduceLanes interleaved subsets of the blocks'
+// partials (subset y holds blocks y, y + kReduceLanes, ...). Each subset is summed in j order, then the subsets
+// in y order through shared memory: a fixed order, so deterministic. The
+// split over y keeps many loads in flight per parameter (a single thread
+// walking hundreds of partials was a chain of L2 latencies).
+constexpr uint32_t kReduceParams = 32, kReduceLanes = 16;
+
 __global__ void reduce_weight_gradients_kernel(const float* __restrict__ partial, uint32_t n_blocks,
-                                               size_t partial_stride, const MlpShape s, float scale,
-                                               bool accumulate, float* __restrict__ dweights) {
-    const size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n_params(s)) return;
-    uint32_t l = 0;
-    while (l < s.n_hidden && p >= param_offset(s, l + 1)) ++l;
-    const size_t local = p - param_offset(s, l);
-    const uint32_t out = (uint32_t)(local / fan_in(s, l)), in = (uint32_t)(local % fan_in(s, l));
-    const size_t src = padded_offset(s, l) + (size_t)out * fan_in_pad(s, l) + in;
+                                               size_t partial_stride, const MlpShape s, float scale, bool accumulate, float* __restrict__ dweights) {
+    __shared__ float sums[kReduceLanes][kReduceParams];
+    const size_t p = (size_t)blockIdx.x * kReduceParams + threadIdx.x;
     float sum = 0.f;
-    for (uint32_t b = 0; b < n_blocks; ++b) sum += partial[b * partial_stride + src];
-    sum *= scale;
-    dweights[p] = accumulate ? dweights[p] + sum : sum;
+    if (p < n_params(s)) {
+        uint32_t l = 0;
+        while (l < s.n_hidden && p >= param_offset(s, l + 1)) ++l;
+        const size_t local = p - param_offset(s, l);
+        const uint32_t out = (uint32_t)(local / fan_in(s, l)), in = (uint32_t)(local % fan_in(s, l));
+        const float* src = partial + padded_offset(s, l) + (size_t)out * fan_in_pad(s, l) + in;
+#pragma unroll 4
+        for (uint32_t b = threadIdx.y; b < n_blocks; b += kReduceLanes) sum += src[b * partial_stride];
+    }
+    sums[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y != 0 || p >= n_params(s)) return;
+    float total = 0.f;
+    for (uint32_t y = 0; y < kReduceLanes; ++y) total += sums[y][threadIdx.x];
+    total *= scale;
+    dweights[p] = accumulate ? dweights[p] + total : total;
 }
 
 } // namespace
@@ -80,8 +94,8 @@ cudaError_t launch_reduce_weight_gradients(const float* partial, uint32_t n_bloc
                                            const MlpShape& shape, float scale, bool accumulate, float* dweights,
                                            cudaStream_t stream) {
     const size_t n = n_params(shape);
-    const uint32_t threads = 256;
-    reduce_weight_gradients_kernel<<<(uint32_t)((n + threads - 1) / threads), threads, 0, stream>>>(
+    const dim3 block(kReduceParams, kReduceLanes);
+    reduce_weight_gradients_kernel<<<(uint32_t)((n + kReduceParams - 1) / kReduceParams), block, 0, stream>>>(
         partial, n_blocks, partial_stride, shape, scale, accumulate, dweights);
     return cudaGetLastError();
 }

@@ -407,6 +407,30 @@ __device__ __forceinline__ void weight_gradient(const KernelArgs& p, const TileS
         weight_gradient_items<1>(delta, ldd, h, ldh, h_act, fo, fi, s.rows, partial, first_tile);
 }
 
+// ---- L2 prefetch ---------------------------------------------------------------
+
+// Asks L2 to fetch `count` floats from `base` (one line request per thread,
+// block-strided). A hint only: no data reaches the block, nothing waits, so
+// the HBM latency of the next tile's loads overlaps this tile's compute.
+// Addresses stay inside [base, base + count).
+__device__ __forceinline__ void prefetch_l2(const float* base, size_t count) {
+    if (base == nullptr || count == 0) return;
+    const size_t bytes = count * sizeof(float);
+    const char* b = reinterpret_cast<const char*>(base);
+    for (size_t off = (size_t)threadIdx.x * 128u; off < bytes + 127u; off += (size_t)kThreads * 128u) {
+        const char* addr = b + (off < bytes ? off : bytes - 1);
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(addr));
+    }
+}
+
+// The rows of tile `tile` of a [batch][n] array.
+__device__ __forceinline__ void prefetch_rows(const KernelArgs& p, const float* data, uint32_t n, uint32_t tile) {
+    if (tile >= p.n_tiles) return;
+    const uint32_t row0 = tile * p.rows_per_tile;
+    const uint32_t valid = min(p.rows_per_tile, p.batch - row0);
+    prefetch_l2(data == nullptr ? nullptr : data + (size_t)row0 * n, (size_t)valid * n);
+}
+
 // ---- Kernels -------------------------------------------------------------------
 
 // Tiles are handed out round-robin (tile = blockIdx.x + k * gridDim.x), so
@@ -425,6 +449,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
         const uint32_t valid = min(s.rows, p.batch - row0);
         __syncthreads();  // the previous tile is done with shared memory
         load_input(p, s, row0, valid);
+        if (p.l2_prefetch) prefetch_rows(p, p.in, p.shape.n_in, tile + gridDim.x);
         __syncthreads();
         for (uint32_t l = 0; l < p.shape.n_hidden; ++l) {
             forward_hidden<W, MT>(p, s, l, false);
@@ -445,6 +470,12 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
         const uint32_t valid = min(s.rows, p.batch - row0);
         __syncthreads();
         load_input(p, s, row0, valid);
+        if (p.l2_prefetch) {
+            // dL/dout (or the target) of this tile is read after the forward
+            // pass, the next tile's input at the next tile's start.
+            prefetch_rows(p, p.loss == LossKind::FromGradient ? p.dout : p.target, p.shape.n_out, tile);
+            prefetch_rows(p, p.in, p.shape.n_in, tile + gridDim.x);
+        }
         __syncthreads();
         for (uint32_t l = 0; l < D; ++l) {
             forward_hidden<W, MT>(p, s, l, true);

@@ -44,7 +44,7 @@ cudaError_t launch_convert_weights(const float* master, uint2* w_fwd, uint2* w_b
                                    cudaStream_t stream);
 
 // dweights = scale * sum over blocks of partial (+ dweights if accumulate),
-// summing blocks in index order (deterministic), unpadding to caller layout.
+// in a fixed order (deterministic), unpadding to caller layout.
 cudaError_t launch_reduce_weight_gradients(const float* partial, uint32_t n_blocks, size_t partial_stride,
                                            const MlpShape& shape, float scale, bool accumulate, float* dweights,
                                            cudaStream_t stream);

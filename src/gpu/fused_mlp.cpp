@@ -196,6 +196,7 @@ KernelArgs FusedMlp::base_args(const float* d_in, uint32_t batch, const PassPlan
     a.n_tiles = ceil_div(batch, plan.rows_per_tile);
     a.loss_scale = loss_scale_;
     a.inv_loss_scale = 1.f / loss_scale_;
+    a.l2_prefetch = tuning_.l2_prefetch;
     return a;
 }
 

@@ -51,6 +51,9 @@ struct FusedMlpTuning {
     // true: pick the tile that keeps the most rows resident per SM (then more
     // blocks for inference, larger tiles for training); false: largest tile.
     bool occupancy_first = true;
+    // Prefetch the next tile's input (and this tile's dL/dout or target)
+    // into L2 at the start of each tile.
+    bool l2_prefetch = true;
 };
 
 // Owning device allocation. cudaMalloc failure -> GpuOutOfMemory.

@@ -404,6 +404,20 @@ TEST(FusedMlp, TwoTilesPerBlock) {
     check_against_reference(c);
 }
 
+// The default path prefetches the next tile into L2 (a hint only); the path
+// without it must agree with the reference too, over several tiles per block.
+TEST(FusedMlp, WithoutL2Prefetch) {
+    SKIP_WITHOUT_GPU();
+    for (uint32_t w : {16u, 64u}) {
+        Case c;
+        c.width = w;
+        c.depth = 2;
+        c.batch = 70001;
+        c.tuning.l2_prefetch = false;
+        check_against_reference(c);
+    }
+}
+
 TEST(FusedMlp, OneRowTilePerWarp) {
     SKIP_WITHOUT_GPU();
     for (uint32_t w : {16u, 64u, 128u}) {
