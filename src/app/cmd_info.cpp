@@ -3,6 +3,7 @@
 #include "app/commands.h"
 
 #include "backends/backend.h"
+#include "engine/engine_info.h"
 #include "model/trainer.h"
 #include "modes/mode.h"
 
@@ -65,11 +66,10 @@ void print_info(const InfoOptions& o) {
     std::string backends;
     for (const auto& b : available_backends()) backends += (backends.empty() ? "" : ", ") + b;
     std::printf("backends    %s\n", backends.c_str());
-#ifdef FUSEDNGP_HAVE_CUDA
-    std::printf("kernels     cpu reference (CUDA toolkit present at build time)\n");
-#else
-    std::printf("kernels     cpu reference (built without CUDA)\n");
-#endif
+    const EngineInfo engine = engine_info();
+    std::printf("device      %s\n", engine.device.c_str());
+    std::printf("kernels     cpu reference\n");
+    for (const auto& k : engine.kernels) std::printf("            %s\n", k.c_str());
 }
 
 } // namespace

@@ -1,0 +1,497 @@
+#include "engine/cuda_backend.h"
+
+#include "core/errors.h"
+#include "modes/image_mode.h"
+#include "networks/mlp.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace fusedngp {
+namespace {
+
+using gpu::const_rows;
+using gpu::rows;
+
+std::string mib(size_t bytes) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+// Out of device memory is a user-facing condition (model or batch too large),
+// not an internal error: report it as InputError with the size asked for.
+[[noreturn]] void throw_out_of_memory(size_t bytes, const std::string& what) {
+    throw InputError("out of GPU memory: an allocation of " + std::to_string(bytes) + " bytes (" + mib(bytes) +
+                     ") failed (" + what + "); use a smaller batch (--batch) or model, or --backend cpu");
+}
+
+template <typename F>
+decltype(auto) translating_out_of_memory(F&& f) {
+    try {
+        return f();
+    } catch (const gpu::DeviceAllocationError& e) {
+        throw_out_of_memory(e.requested_bytes(), e.what());
+    } catch (const gpu::GpuOutOfMemory& e) {
+        throw_out_of_memory(e.requested_bytes(), e.what());
+    }
+}
+
+constexpr uint32_t kInferenceChunk = 1u << 18;
+
+} // namespace
+
+bool cuda_device_available() {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) (void)cudaGetLastError();
+    return err == cudaSuccess && n > 0;
+}
+
+std::string cuda_device_description() {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        return std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
+    }
+    if (n == 0) return "no CUDA device";
+    int device = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return "a CUDA device whose properties cannot be read";
+    }
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    char buf[1024];  // prop.name is at most 256 characters
+    std::snprintf(buf, sizeof(buf), "%s (sm_%d%d, %d SMs, %.1f GiB), driver %d.%d, runtime %d.%d%s", prop.name,
+                  prop.major, prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1 << 30),
+                  driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10,
+                  n > 1 ? (", " + std::to_string(n) + " devices (using device 0)").c_str() : "");
+    return buf;
+}
+
+CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
+    : config_(config), seed_(seed), scaling_(scaling),
+      host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
+      host_rng_(derive_seed(seed, 3)) {
+    if (!cuda_device_available()) {
+        throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
+    }
+    check_network_supported();
+    translating_out_of_memory([&] {
+        FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        for (auto& e : timing_events_) FUSEDNGP_GPU_CHECK(cudaEventCreate(&e));
+        for (auto& s : slots_) {
+            FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+            FUSEDNGP_GPU_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host), sizeof(StepReadback)));
+            *s.host = {};
+        }
+
+        encoding_ = gpu::make_gpu_encoding(host_model_.encoding());
+        const auto& net = dynamic_cast<const Mlp<float>&>(host_model_.network());
+        gpu::FusedMlpConfig mlp_config;
+        mlp_config.n_input_dims = host_model_.encoding().n_output_dims();
+        mlp_config.n_output_dims = net.n_output_dims();
+        mlp_config.width = net.n_neurons();
+        mlp_config.n_hidden_layers = net.n_hidden_layers();
+        mlp_config.hidden_activation = net.activation();
+        mlp_config.output_activation = net.output_activation();
+        mlp_ = std::make_unique<gpu::FusedMlp>(mlp_config);
+        loss_ = gpu::create_gpu_loss(config_.at("loss"));
+        optimizer_ = gpu::create_gpu_optimizer(config_.at("optimizer"));
+
+        params_.resize(n_params());
+        grads_.resize(n_params());
+        readback_.resize(1);
+        params_.upload(host_model_.params());  // the CPU's seeded init: both backends start identical
+        grads_.fill_bytes(0, stream_);
+        readback_.fill_bytes(0, stream_);
+        optimizer_->allocate(host_model_.param_groups(), stream_);
+        refresh_component_params(params_.data());
+
+        image_data_ = dynamic_cast<const ImageTrainingData*>(&data_);
+        if (image_data_) {
+            image_pixels_.resize(image_data_->image().pixels.size());
+            image_pixels_.upload(image_data_->image().pixels);
+        }
+        set_loss_scale(scaling_.initial);
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    });
+    try {
+        build_update_graph();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
+                             "with zero gradients instead of being skipped\n", e.what());
+    }
+}
+
+CudaBackend::~CudaBackend() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (update_graph_exec_) cudaGraphExecDestroy(update_graph_exec_);
+    if (update_graph_) cudaGraphDestroy(update_graph_);
+    for (auto& s : slots_) {
+        if (s.done) cudaEventDestroy(s.done);
+        if (s.host) cudaFreeHost(s.host);
+    }
+    for (auto& e : timing_events_) {
+        if (e) cudaEventDestroy(e);
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::check_network_supported() const {
+    const auto* net = dynamic_cast<const Mlp<float>*>(&host_model_.network());
+    const std::string supported = "the cuda backend runs the fully fused MLP: n_neurons 16, 32, 64, 128 or 256 and "
+                                  "n_hidden_layers 1..16 (use --backend cpu for other networks)";
+    if (!net) throw ConfigError("network.otype", "not an MLP; " + supported);
+    const uint32_t w = net->n_neurons();
+    if (w != 16 && w != 32 && w != 64 && w != 128 && w != 256) {
+        throw ConfigError("network.n_neurons", std::to_string(w) + " is not supported; " + supported);
+    }
+    if (net->n_hidden_layers() < 1 || net->n_hidden_layers() > 16) {
+        throw ConfigError("network.n_hidden_layers",
+                          std::to_string(net->n_hidden_layers()) + " is not supported; " + supported);
+    }
+}
+
+void CudaBackend::refresh_component_params(const float* d_params) {
+    if (n_encoding_params() > 0) encoding_->set_params(d_params, stream_);
+    mlp_->set_params_device(d_params + n_encoding_params(), stream_);
+}
+
+// The optimizer update plus the refresh of the fp16 copies, as a graph whose
+// body runs only when the step's overflow flag is clear (an IF node set by a
+// kernel inside the graph): the skip decision never reaches the host.
+void CudaBackend::build_update_graph() {
+    unsigned int* flag = &readback_.data()->overflow;
+    cudaGraph_t graph = nullptr;
+    FUSEDNGP_GPU_CHECK(cudaGraphCreate(&graph, 0));
+    update_graph_ = graph;
+    cudaGraphConditionalHandle handle;
+    FUSEDNGP_GPU_CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0));
+
+    auto capture_into = [&](cudaGraph_t target, const std::function<void()>& enqueue) {
+        FUSEDNGP_GPU_CHECK(cudaStreamBeginCaptureToGraph(stream_, target, nullptr, nullptr, 0,
+                                                         cudaStreamCaptureModeThreadLocal));
+        try {
+            enqueue();
+        } catch (...) {
+            cudaGraph_t ignored = nullptr;
+            cudaStreamEndCapture(stream_, &ignored);
+            (void)cudaGetLastError();
+            throw;
+        }
+        cudaGraph_t captured = nullptr;
+        FUSEDNGP_GPU_CHECK(cudaStreamEndCapture(stream_, &captured));
+    };
+
+    capture_into(graph, [&] { gpu::launch_set_update_condition(handle, flag, stream_); });
+    size_t n_nodes = 0;
+    FUSEDNGP_GPU_CHECK(cudaGraphGetNodes(graph, nullptr, &n_nodes));
+    std::vector<cudaGraphNode_t> nodes(n_nodes);
+    FUSEDNGP_GPU_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n_nodes));
+
+    cudaGraphNodeParams cond{};
+    cond.type = cudaGraphNodeTypeConditional;
+    cond.conditional.handle = handle;
+    cond.conditional.type = cudaGraphCondTypeIf;
+    cond.conditional.size = 1;
+    cudaGraphNode_t cond_node;
+    FUSEDNGP_GPU_CHECK(cudaGraphAddNode(&cond_node, graph, nodes.data(), nullptr, n_nodes, &cond));
+    cudaGraph_t body = cond.conditional.phGraph_out[0];
+    capture_into(body, [&] {
+        optimizer_->step(params_.data(), grads_.data(), stream_);
+        refresh_component_params(params_.data());
+    });
+
+    cudaGraphExec_t exec = nullptr;
+    FUSEDNGP_GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    update_graph_exec_ = exec;
+}
+
+void CudaBackend::allocate_batch(uint32_t batch) {
+    if (batch <= batch_capacity_) return;
+    synchronize();  // buffers in use by queued steps must not be freed under them
+    translating_out_of_memory([&] {
+        const size_t b = batch;
+        const size_t n_enc_out = host_model_.encoding().n_output_dims();
+        inputs_.resize(b * host_model_.n_input_dims());
+        targets_.resize(b * host_model_.n_output_dims());
+        encoded_.resize(b * n_enc_out);
+        dencoded_.resize(b * n_enc_out);
+        outputs_.resize(b * host_model_.n_output_dims());
+        doutputs_.resize(b * host_model_.n_output_dims());
+    });
+    batch_capacity_ = batch;
+}
+
+float CudaBackend::train_step(uint32_t batch_size) {
+    if (batch_size == 0) throw InputError("train_step: the batch size must be positive");
+    allocate_batch(batch_size);
+    if (image_data_) {
+        const Image& image = image_data_->image();
+        gpu::DeviceImage d_image{image_pixels_.data(), image.width, image.height, image.channels};
+        gpu::launch_sample_image(d_image, seed_, step_, batch_size, inputs_.data(), targets_.data(), stream_);
+    } else {
+        // Any other data: sample on the host like the CPU backend, then upload.
+        Matrix<float> in, target;
+        data_.sample(batch_size, host_rng_, in, target);
+        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(inputs_.data(), in.data(), in.size() * sizeof(float),
+                                           cudaMemcpyHostToDevice, stream_));
+        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(targets_.data(), target.data(), target.size() * sizeof(float),
+                                           cudaMemcpyHostToDevice, stream_));
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));  // the host matrices die here
+    }
+    run_step(batch_size);
+    return last_loss_;
+}
+
+float CudaBackend::train_step_on(const Matrix<float>& inputs, const Matrix<float>& targets) {
+    if (inputs.cols() != (Eigen::Index)host_model_.n_input_dims() ||
+        targets.cols() != (Eigen::Index)host_model_.n_output_dims() || inputs.rows() != targets.rows() ||
+        inputs.rows() == 0) {
+        throw InputError("train_step_on: batch shape does not match the model");
+    }
+    const uint32_t batch = (uint32_t)inputs.rows();
+    allocate_batch(batch);
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(inputs_.data(), inputs.data(), inputs.size() * sizeof(float),
+                                       cudaMemcpyHostToDevice, stream_));
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(targets_.data(), targets.data(), targets.size() * sizeof(float),
+                                       cudaMemcpyHostToDevice, stream_));
+    run_step(batch);
+    return synchronize();
+}
+
+void CudaBackend::run_step(uint32_t batch) {
+    Slot& slot = slots_[step_ % kInFlight];
+    if (slot.pending) retire_slot(slot);  // bounds the queue: the host runs at most kInFlight steps ahead
+
+    const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
+    const uint32_t n_enc_out = host_model_.encoding().n_output_dims();
+    const size_t n_enc = n_encoding_params(), n_net = n_network_params();
+    float* grads_net = grads_.data() + n_enc;
+    unsigned int* flag = &readback_.data()->overflow;
+
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[0], stream_));
+    FUSEDNGP_GPU_CHECK(cudaMemsetAsync(flag, 0, sizeof(unsigned int), stream_));
+    encoding_->forward(const_rows(inputs_.data(), n_in), rows(encoded_.data(), n_enc_out), batch, stream_);
+    mlp_->forward(encoded_.data(), outputs_.data(), batch, stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[1], stream_));
+
+    // Unscaled dL/dout: the fused MLP applies its loss scale before fp16 rounding
+    // and divides it out of dL/dW and dL/dencoded in fp32.
+    loss_->evaluate(outputs_.data(), targets_.data(), batch, n_out, 1.f, doutputs_.data(), &readback_.data()->loss,
+                    stream_);
+    mlp_->backward(encoded_.data(), doutputs_.data(), dencoded_.data(), grads_net, batch, stream_);
+    // fp16 overflow shows up as inf/NaN in dL/dW and dL/dencoded; the
+    // encoding's gradient is a weighted sum of the latter, so these two suffice.
+    gpu::launch_flag_non_finite(grads_net, n_net, flag, stream_);
+    gpu::launch_flag_non_finite(dencoded_.data(), (size_t)batch * n_enc_out, flag, stream_);
+    encoding_->backward(const_rows(inputs_.data(), n_in), const_rows(dencoded_.data(), n_enc_out), grads_.data(),
+                        gpu::DeviceRows{}, batch, stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[2], stream_));
+
+    enqueue_update();
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[3], stream_));
+
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(slot.host, readback_.data(), sizeof(StepReadback), cudaMemcpyDeviceToHost,
+                                       stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(slot.done, stream_));
+    slot.scale = loss_scale_;
+    slot.pending = true;
+    ++step_;
+
+    if (step_ <= kInFlight) {
+        retire_slot(slot);  // the first steps report their own loss
+        return;
+    }
+    // Read whatever finished meanwhile, oldest first, without waiting.
+    for (int k = 0; k < kInFlight; ++k) {
+        Slot& s = slots_[(step_ + k) % kInFlight];
+        if (!s.pending || cudaEventQuery(s.done) != cudaSuccess) break;
+        retire_slot(s);
+    }
+}
+
+void CudaBackend::enqueue_update() {
+    if (update_graph_exec_) {
+        FUSEDNGP_GPU_CHECK(cudaGraphLaunch(update_graph_exec_, stream_));
+        return;
+    }
+    const unsigned int* flag = &readback_.data()->overflow;
+    gpu::launch_zero_if_flagged(grads_.data(), grads_.size(), flag, stream_);
+    optimizer_->step(params_.data(), grads_.data(), stream_);
+    refresh_component_params(params_.data());
+}
+
+void CudaBackend::retire_slot(Slot& slot) {
+    FUSEDNGP_GPU_CHECK(cudaEventSynchronize(slot.done));
+    slot.pending = false;
+    last_loss_ = slot.host->loss;
+    if (slot.host->overflow) {
+        ++skipped_steps_;
+        clean_steps_ = 0;
+        // Steps queued before the scale changed overflow too: halve once per scale.
+        if (slot.scale == loss_scale_) set_loss_scale(std::max(scaling_.min_scale, loss_scale_ * 0.5f));
+    } else if (++clean_steps_ >= scaling_.growth_interval) {
+        clean_steps_ = 0;
+        set_loss_scale(std::min(scaling_.max_scale, loss_scale_ * 2.f));
+    }
+}
+
+float CudaBackend::synchronize() {
+    for (int k = 0; k < kInFlight; ++k) {
+        Slot& s = slots_[(step_ + k) % kInFlight];
+        if (s.pending) retire_slot(s);
+    }
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    return last_loss_;
+}
+
+void CudaBackend::set_loss_scale(float scale) {
+    mlp_->set_loss_scale(scale);
+    loss_scale_ = scale;
+}
+
+uint64_t CudaBackend::skipped_steps() {
+    synchronize();
+    return skipped_steps_;
+}
+
+void CudaBackend::inference(const Matrix<float>& inputs, Matrix<float>& outputs) {
+    if (inputs.cols() != (Eigen::Index)host_model_.n_input_dims()) {
+        throw InputError("inference: inputs have " + std::to_string(inputs.cols()) + " columns, the model takes " +
+                         std::to_string(host_model_.n_input_dims()));
+    }
+    const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
+    const uint32_t n_enc_out = host_model_.encoding().n_output_dims();
+    const size_t n_rows = (size_t)inputs.rows();
+    outputs.resize(inputs.rows(), n_out);
+    if (n_rows == 0) return;
+    const uint32_t chunk = (uint32_t)std::min<size_t>(n_rows, kInferenceChunk);
+    synchronize();
+    translating_out_of_memory([&] {
+        gpu::DeviceBuffer<float> in((size_t)chunk * n_in), encoded((size_t)chunk * n_enc_out), out((size_t)chunk * n_out);
+        const float* weights = optimizer_->inference_params(params_.data());
+        if (weights != params_.data()) refresh_component_params(weights);
+        for (size_t first = 0; first < n_rows; first += chunk) {
+            const uint32_t n = (uint32_t)std::min<size_t>(chunk, n_rows - first);
+            FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(in.data(), inputs.data() + first * n_in, (size_t)n * n_in * sizeof(float),
+                                               cudaMemcpyHostToDevice, stream_));
+            encoding_->forward(const_rows(in.data(), n_in), rows(encoded.data(), n_enc_out), n, stream_);
+            mlp_->inference(encoded.data(), out.data(), n, stream_);
+            FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(outputs.data() + first * n_out, out.data(),
+                                               (size_t)n * n_out * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+            FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));  // `in` is reused and the host rows are read now
+        }
+        if (weights != params_.data()) refresh_component_params(params_.data());
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    });
+}
+
+std::vector<float> CudaBackend::params() const {
+    const_cast<CudaBackend*>(this)->synchronize();
+    return params_.download();
+}
+
+std::vector<float> CudaBackend::gradients() const {
+    const_cast<CudaBackend*>(this)->synchronize();
+    return grads_.download();
+}
+
+std::vector<float> CudaBackend::inference_params() const {
+    const_cast<CudaBackend*>(this)->synchronize();
+    std::vector<float> host(n_params());
+    const float* weights = optimizer_->inference_params(params_.data());
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(host.data(), weights, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return host;
+}
+
+TrainingState CudaBackend::save_state() const {
+    const_cast<CudaBackend*>(this)->synchronize();
+    TrainingState s;
+    s.step = step_;
+    // Image batches are keyed by (seed, step) on the device; the host RNG only
+    // feeds the fallback path for other data.
+    s.rng_state = host_rng_.state();
+    s.params = params_.download();
+    for (const gpu::GpuStateBuffer& b : optimizer_->state()) {
+        std::vector<float> host(b.size);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(host.data(), b.data, b.size * sizeof(float), cudaMemcpyDeviceToHost));
+        s.optimizer_buffers.emplace_back(b.name, std::move(host));
+    }
+    return s;
+}
+
+void CudaBackend::load_state(const TrainingState& s) {
+    if (s.params.size() != n_params()) {
+        throw InputError("snapshot has " + std::to_string(s.params.size()) + " parameters, the model has " +
+                         std::to_string(n_params()));
+    }
+    const std::vector<gpu::GpuStateBuffer> buffers = optimizer_->state();
+    auto find = [&](const std::string& name) {
+        return std::find_if(s.optimizer_buffers.begin(), s.optimizer_buffers.end(),
+                            [&](const auto& kv) { return kv.first == name; });
+    };
+    for (const auto& b : buffers) {
+        auto it = find(b.name);
+        if (it == s.optimizer_buffers.end()) throw InputError("snapshot lacks optimizer state \"" + b.name + "\"");
+        if (it->second.size() != b.size) {
+            throw InputError("snapshot optimizer state \"" + b.name + "\" has " + std::to_string(it->second.size()) +
+                             " values, expected " + std::to_string(b.size));
+        }
+    }
+    synchronize();
+    params_.upload(s.params);
+    for (const auto& b : buffers) {
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(b.data, find(b.name)->second.data(), b.size * sizeof(float),
+                                      cudaMemcpyHostToDevice));
+    }
+    optimizer_->set_step_count(s.step, stream_);
+    refresh_component_params(params_.data());
+    step_ = s.step;
+    host_rng_.set_state(s.rng_state);
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::set_params(const std::vector<float>& params) {
+    if (params.size() != n_params()) {
+        throw InputError("set_params: got " + std::to_string(params.size()) + " parameters, the model has " +
+                         std::to_string(n_params()));
+    }
+    synchronize();
+    params_.upload(params);
+    refresh_component_params(params_.data());
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::set_learning_rate(double lr) { optimizer_->set_learning_rate(lr, stream_); }
+
+StepTimings CudaBackend::last_timings() const {
+    // Read lazily: only once the last step's events have completed, so asking
+    // never stalls the pipeline (the previous reading is returned meanwhile).
+    if (step_ > 0 && cudaEventQuery(timing_events_[3]) == cudaSuccess) {
+        float f = 0, b = 0, o = 0;
+        if (cudaEventElapsedTime(&f, timing_events_[0], timing_events_[1]) == cudaSuccess &&
+            cudaEventElapsedTime(&b, timing_events_[1], timing_events_[2]) == cudaSuccess &&
+            cudaEventElapsedTime(&o, timing_events_[2], timing_events_[3]) == cudaSuccess) {
+            timings_ = {f, b, o};
+        }
+    }
+    (void)cudaGetLastError();
+    return timings_;
+}
+
+std::string CudaBackend::describe() const {
+    return "cuda: " + encoding_->describe() + " -> " + mlp_->describe() +
+           (exact_skip() ? ", overflow skip by conditional graph" : ", overflow guard by zeroed gradients");
+}
+
+} // namespace fusedngp

@@ -1,0 +1,145 @@
+// CudaBackend: image-mode (and any TrainingData) training on one CUDA device,
+// behind the same Backend interface as the CPU reference. See
+// docs/CUDA_BACKEND.md for the data flow, when the host synchronises, loss
+// scaling and the fallbacks.
+#pragma once
+
+#include "backends/backend.h"
+#include "engine/cuda_backend_kernels.h"
+#include "gpu/components/device_buffer.h"
+#include "gpu/components/gpu_encoding.h"
+#include "gpu/components/gpu_loss.h"
+#include "gpu/components/gpu_optimizer.h"
+#include "gpu/fused_mlp.h"
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+
+namespace fusedngp {
+
+class ImageTrainingData;
+
+// Dynamic loss scaling: halve on an overflowing step, double after this many
+// clean steps in a row, within [kMinLossScale, kMaxLossScale].
+struct LossScaleSettings {
+    float initial = 128.f;
+    uint32_t growth_interval = 1000;
+    float min_scale = 1.f;
+    float max_scale = 32768.f;
+};
+
+class CudaBackend : public Backend {
+public:
+    // Throws InputError without a device or when GPU memory runs out (naming
+    // the size), ConfigError for a network the fused kernel cannot run.
+    CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling = {});
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    const json& config() const override { return config_; }
+
+    // Enqueues one step and returns without waiting for it: the loss returned
+    // is that of the newest step already finished (kInFlight steps behind at
+    // most; the first kInFlight steps wait, so step 1 returns its own loss).
+    float train_step(uint32_t batch_size) override;
+    uint64_t step() const override { return step_; }
+    void inference(const Matrix<float>& inputs, Matrix<float>& outputs) override;
+
+    size_t n_params() const override { return host_model_.n_params(); }
+    size_t n_encoding_params() const override { return host_model_.n_encoding_params(); }
+    size_t n_network_params() const override { return host_model_.n_network_params(); }
+    std::vector<NamedTensor> named_tensors() const override { return host_model_.named_tensors(); }
+    std::vector<float> inference_params() const override;
+
+    TrainingState save_state() const override;
+    void load_state(const TrainingState& state) override;
+    void set_params(const std::vector<float>& params) override;
+
+    StepTimings last_timings() const override;
+    double learning_rate() const override { return optimizer_->learning_rate(); }
+    void set_learning_rate(double lr) override;
+
+    // ---- beyond the interface (tests, benchmarks) ----
+    // One step on a host batch (uploaded synchronously) instead of sampling.
+    float train_step_on(const Matrix<float>& inputs, const Matrix<float>& targets);
+    // Waits for all queued work; returns the loss of the last step.
+    float synchronize();
+    std::vector<float> params() const;
+    std::vector<float> gradients() const;  // dL/dparams of the last step (zero after an overflow)
+    float loss_scale() const { return loss_scale_; }
+    void set_loss_scale(float scale);
+    uint64_t skipped_steps();              // overflowing steps so far (synchronises)
+    // True when an overflowing step leaves the optimizer untouched (a CUDA
+    // graph with a conditional node); false: the fallback, whose update runs
+    // with zeroed gradients (weights stay finite, moments decay once).
+    bool exact_skip() const { return update_graph_exec_ != nullptr; }
+    std::string describe() const;
+
+private:
+    static constexpr int kInFlight = 4;  // steps the host may run ahead of the GPU
+
+    // What one step leaves in pinned memory for the host to read later.
+    struct StepReadback {
+        float loss = 0;
+        unsigned int overflow = 0;
+    };
+    struct Slot {
+        cudaEvent_t done = nullptr;
+        StepReadback* host = nullptr;  // pinned
+        float scale = 0;               // loss scale the step ran with
+        bool pending = false;
+    };
+
+    void check_network_supported() const;
+    void allocate_batch(uint32_t batch);
+    void run_step(uint32_t batch);
+    void enqueue_update();
+    void build_update_graph();
+    void refresh_component_params(const float* d_params);
+    void retire_slot(Slot& slot);
+    float read_back(int slot_index);
+
+    json config_;
+    uint64_t seed_;
+    LossScaleSettings scaling_;
+    Model<float> host_model_;  // seeded init, names, groups (never trained)
+    const TrainingData& data_;
+    const ImageTrainingData* image_data_ = nullptr;
+    Rng host_rng_;             // host sampling fallback for non-image data
+
+    cudaStream_t stream_ = nullptr;
+    std::unique_ptr<gpu::GpuEncoding> encoding_;
+    std::unique_ptr<gpu::FusedMlp> mlp_;
+    std::unique_ptr<gpu::GpuLoss> loss_;
+    std::unique_ptr<gpu::GpuOptimizer> optimizer_;
+
+    gpu::DeviceBuffer<float> params_, grads_;
+    gpu::DeviceBuffer<float> image_pixels_;
+    gpu::DeviceBuffer<float> inputs_, targets_, encoded_, outputs_, doutputs_, dencoded_;
+    gpu::DeviceBuffer<StepReadback> readback_;  // this step's loss and overflow flag
+    uint32_t batch_capacity_ = 0;
+
+    // Skips the optimizer update on overflow (see exact_skip()).
+    cudaGraph_t update_graph_ = nullptr;
+    cudaGraphExec_t update_graph_exec_ = nullptr;
+
+    std::array<Slot, kInFlight> slots_{};
+    uint64_t step_ = 0;
+    float last_loss_ = 0;
+    float loss_scale_ = 128.f;
+    uint32_t clean_steps_ = 0;
+    uint64_t skipped_steps_ = 0;
+
+    std::array<cudaEvent_t, 4> timing_events_{};  // start, forward done, backward done, update done
+    mutable StepTimings timings_;
+};
+
+// True when the CUDA runtime sees at least one device.
+bool cuda_device_available();
+// "NVIDIA H200 (sm_90, 139.8 GiB), driver 13.0" or why there is none.
+std::string cuda_device_description();
+
+} // namespace fusedngp

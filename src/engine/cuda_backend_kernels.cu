@@ -1,0 +1,115 @@
+#include "engine/cuda_backend_kernels.h"
+
+#include "gpu/components/device_buffer.h"
+
+#include <cuda_runtime.h>
+
+namespace fusedngp::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+// splitmix64's finaliser: a bijective mix, good enough to turn counters into
+// independent-looking uniform numbers.
+__device__ __forceinline__ uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// 24 random bits -> [0,1), exactly representable in float.
+__device__ __forceinline__ float uniform01(uint64_t key, uint64_t counter) {
+    return (float)(mix64(key + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.f / 16777216.f);
+}
+
+struct AxisLookup {
+    int lo, hi;
+    float weight_hi;
+};
+
+// io/sampling.cpp's lookup_axis in float.
+__device__ __forceinline__ AxisLookup lookup_axis(float u, int size) {
+    float p = u * (float)size - 0.5f;
+    if (isnan(p)) p = 0.f;
+    const float floor_p = floorf(p);
+    const int i = (int)fminf(fmaxf(floor_p, -1.f), (float)size);
+    const float weight = fminf(fmaxf(p - floor_p, 0.f), 1.f);
+    return {min(max(i, 0), size - 1), min(max(i + 1, 0), size - 1), weight};
+}
+
+__global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, float* coords, float* targets) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= batch) return;
+    const float u = uniform01(key, 2ull * i);
+    const float v = uniform01(key, 2ull * i + 1);
+    coords[2ull * i] = u;
+    coords[2ull * i + 1] = v;
+    const AxisLookup x = lookup_axis(u, image.width);
+    const AxisLookup y = lookup_axis(v, image.height);
+    const float wx1 = x.weight_hi, wx0 = 1.f - wx1;
+    const float wy1 = y.weight_hi, wy0 = 1.f - wy1;
+    const int c_n = image.channels;
+    auto at = [&](int px, int py, int c) { return image.pixels[((size_t)py * image.width + px) * c_n + c]; };
+    for (int c = 0; c < c_n; ++c) {
+        const float top = wx0 * at(x.lo, y.lo, c) + wx1 * at(x.hi, y.lo, c);
+        const float bottom = wx0 * at(x.lo, y.hi, c) + wx1 * at(x.hi, y.hi, c);
+        targets[(size_t)i * c_n + c] = wy0 * top + wy1 * bottom;
+    }
+}
+
+__global__ void flag_non_finite_kernel(const float* data, size_t n, unsigned int* flag) {
+    bool bad = false;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        bad |= !isfinite(data[i]);
+    }
+    // One atomic per warp at most: overflow is rare, the common path writes nothing.
+    if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) atomicOr(flag, 1u);
+}
+
+__global__ void zero_if_flagged_kernel(float* data, size_t n, const unsigned int* flag) {
+    if (*flag == 0) return;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        data[i] = 0.f;
+    }
+}
+
+__global__ void set_update_condition_kernel(cudaGraphConditionalHandle handle, const unsigned int* flag) {
+    cudaGraphSetConditional(handle, *flag == 0 ? 1u : 0u);
+}
+
+// A grid-stride launch: enough blocks to fill the GPU, never more than needed.
+unsigned int stride_blocks(size_t n) {
+    const size_t needed = (n + kThreads - 1) / kThreads;
+    return (unsigned int)(needed < 1024 ? (needed ? needed : 1) : 1024);
+}
+
+} // namespace
+
+void launch_sample_image(const DeviceImage& image, uint64_t seed, uint64_t step, uint32_t batch, float* coords,
+                         float* targets, cudaStream_t stream) {
+    if (batch == 0) return;
+    // One key per step, from the seed and the step: a resumed run draws the
+    // same batches as an uninterrupted one.
+    const uint64_t key = seed * 0xD1B54A32D192ED03ull ^ (step + 1) * 0x9E3779B97F4A7C15ull;
+    sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(image, key, batch, coords, targets);
+    FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+void launch_flag_non_finite(const float* data, size_t n, unsigned int* flag, cudaStream_t stream) {
+    if (n == 0) return;
+    flag_non_finite_kernel<<<stride_blocks(n), kThreads, 0, stream>>>(data, n, flag);
+    FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+void launch_zero_if_flagged(float* data, size_t n, const unsigned int* flag, cudaStream_t stream) {
+    if (n == 0) return;
+    zero_if_flagged_kernel<<<stride_blocks(n), kThreads, 0, stream>>>(data, n, flag);
+    FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+void launch_set_update_condition(cudaGraphConditionalHandle handle, const unsigned int* flag, cudaStream_t stream) {
+    set_update_condition_kernel<<<1, 1, 0, stream>>>(handle, flag);
+    FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+} // namespace fusedngp::gpu

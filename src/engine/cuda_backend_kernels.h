@@ -1,0 +1,37 @@
+// Host entry points of the CUDA backend's own small kernels: device-side
+// batch sampling for image mode and the loss-scale overflow guard.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fusedngp::gpu {
+
+// A row-major interleaved image (io/image.h's layout) in device memory.
+struct DeviceImage {
+    const float* pixels = nullptr;
+    int width = 0, height = 0, channels = 0;
+};
+
+// Draws `batch` coordinates uniformly in [0,1)^2 with a counter-based RNG
+// (a hash of seed, step, sample index and axis: no state to carry, any
+// order of threads gives the same batch) and their bilinear targets with
+// io/sampling.h's convention (pixel centres at (i+0.5)/W, clamp to edge).
+// coords: [batch][2] (u, v); targets: [batch][channels].
+void launch_sample_image(const DeviceImage& image, uint64_t seed, uint64_t step, uint32_t batch, float* coords,
+                         float* targets, cudaStream_t stream);
+
+// *flag |= 1 when any of data[0..n) is NaN or infinite. The caller zeroes the
+// flag first; several calls may add to the same flag.
+void launch_flag_non_finite(const float* data, size_t n, unsigned int* flag, cudaStream_t stream);
+
+// data[0..n) = 0 when *flag != 0 (a fixed-size grid: cheap when the flag is clear).
+void launch_zero_if_flagged(float* data, size_t n, const unsigned int* flag, cudaStream_t stream);
+
+// Sets the IF node `handle` to run its body only when *flag == 0. Must be
+// captured into the graph that owns the handle.
+void launch_set_update_condition(cudaGraphConditionalHandle handle, const unsigned int* flag, cudaStream_t stream);
+
+} // namespace fusedngp::gpu

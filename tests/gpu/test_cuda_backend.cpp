@@ -1,0 +1,240 @@
+// CudaBackend against the CPU reference backend on the same config and seed.
+// Every test that needs a device skips itself without one.
+#include "backends/cpu_backend.h"
+#include "core/errors.h"
+#include "engine/cuda_backend.h"
+#include "io/image.h"
+#include "model/trainer.h"
+#include "modes/image_mode.h"
+#include "modes/mode.h"
+
+#include "../cli_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace fusedngp {
+namespace {
+
+#define REQUIRE_DEVICE() \
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+
+double relative_error(const float* a, const float* b, size_t n) {
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < n; ++i) {
+        diff += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        norm += (double)b[i] * b[i];
+    }
+    return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+bool all_finite(const std::vector<float>& v) {
+    for (float x : v) {
+        if (!std::isfinite(x)) return false;
+    }
+    return true;
+}
+
+json image_config() { return load_mode_config("image", ""); }
+
+// A centre crop of the shipped test image (keeps the CPU side quick).
+Image astronaut_crop(int size) {
+    Image full = load_image(std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png");
+    Image crop;
+    crop.width = crop.height = std::min({size, full.width, full.height});
+    crop.channels = full.channels;
+    crop.color_space = full.color_space;
+    const int x0 = (full.width - crop.width) / 2, y0 = (full.height - crop.height) / 2;
+    crop.pixels.resize((size_t)crop.width * crop.height * crop.channels);
+    for (int y = 0; y < crop.height; ++y)
+        for (int x = 0; x < crop.width; ++x)
+            for (int c = 0; c < crop.channels; ++c) crop.at(x, y, c) = full.at(x0 + x, y0 + y, c);
+    return crop;
+}
+
+void random_batch(uint32_t n, uint32_t n_out, uint64_t seed, Matrix<float>& in, Matrix<float>& target) {
+    Rng rng(seed);
+    in.resize(n, 2);
+    target.resize(n, n_out);
+    for (uint32_t i = 0; i < n; ++i) {
+        // Away from the domain's edges, where the grid clamps.
+        in(i, 0) = 0.02f + 0.96f * rng.next_float();
+        in(i, 1) = 0.02f + 0.96f * rng.next_float();
+        for (uint32_t c = 0; c < n_out; ++c) target(i, c) = rng.next_float();
+    }
+}
+
+double psnr_of(Backend& backend, const Image& reference, Image* render = nullptr) {
+    InferenceFn infer = [&](const Matrix<float>& in, Matrix<float>& out) { backend.inference(in, out); };
+    return evaluate_image(infer, reference, false, render).psnr;
+}
+
+TEST(CudaBackend, StartsFromTheCpuInitialisation) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    ImageTrainingData data(astronaut_crop(64));
+    CudaBackend gpu(config, data, 7);
+    CpuBackend cpu(config, data, 7);
+    EXPECT_EQ(gpu.params(), cpu.save_state().params);
+    EXPECT_EQ(gpu.n_encoding_params(), cpu.n_encoding_params());
+    EXPECT_EQ(gpu.named_tensors().size(), cpu.named_tensors().size());
+}
+
+TEST(CudaBackend, OneStepLossAndGradientsMatchCpu) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    ImageTrainingData data(astronaut_crop(64));
+    Matrix<float> in, target;
+    random_batch(1u << 14, 3, 11, in, target);
+
+    Trainer<float> cpu(2, 3, config, 5);
+    const float cpu_loss = cpu.step(in, target);
+    CudaBackend gpu(config, data, 5);
+    const float gpu_loss = gpu.train_step_on(in, target);
+    EXPECT_NEAR(gpu_loss, cpu_loss, 5e-3 * std::abs(cpu_loss)) << "cpu " << cpu_loss << " gpu " << gpu_loss;
+
+    const std::vector<float> g = gpu.gradients();
+    const std::vector<float>& c = cpu.gradients();
+    ASSERT_EQ(g.size(), c.size());
+    const size_t n_enc = gpu.n_encoding_params();
+    const double enc_err = relative_error(g.data(), c.data(), n_enc);
+    const double net_err = relative_error(g.data() + n_enc, c.data() + n_enc, c.size() - n_enc);
+    std::printf("one step: loss cpu %.6g gpu %.6g; grad rel err encoding %.3g network %.3g\n", cpu_loss, gpu_loss,
+                enc_err, net_err);
+    EXPECT_LE(net_err, 1e-2);
+    // The grid gradient sums fp16-rounded dL/dencoded over thousands of
+    // samples per coarse-level row; with random targets those sums cancel,
+    // which magnifies the relative error (measured 1.53e-2 on the H200, with
+    // the network block at 8.7e-4 and the losses equal to 6 digits).
+    EXPECT_LE(enc_err, 2.5e-2);
+    double norm = 0;
+    for (float x : g) norm += (double)x * x;
+    EXPECT_GT(norm, 0);
+    EXPECT_EQ(gpu.skipped_steps(), 0u);
+}
+
+TEST(CudaBackend, ImageModePsnrMatchesCpu) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    const Image image = astronaut_crop(256);
+    ImageTrainingData data(image);
+    const uint32_t steps = 300, batch = 1u << 14;
+    CudaBackend gpu(config, data, 1);
+    CpuBackend cpu(config, data, 1);
+    for (uint32_t i = 0; i < steps; ++i) {
+        gpu.train_step(batch);
+        cpu.train_step(batch);
+    }
+    gpu.synchronize();
+    EXPECT_EQ(gpu.step(), cpu.step());
+    const double gpu_psnr = psnr_of(gpu, image), cpu_psnr = psnr_of(cpu, image);
+    std::printf("image mode, %u steps of %u on a %dx%d crop: PSNR cpu %.2f dB, gpu %.2f dB\n", steps, batch,
+                image.width, image.height, cpu_psnr, gpu_psnr);
+    EXPECT_GT(cpu_psnr, 20.0);  // both actually learned the image
+    EXPECT_GE(gpu_psnr, cpu_psnr - 0.5);
+}
+
+TEST(CudaBackend, SnapshotFromGpuRendersTheSameOnCpu) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend gpu(config, data, 3);
+    for (int i = 0; i < 100; ++i) gpu.train_step(1u << 14);
+    const TrainingState state = gpu.save_state();
+    CpuBackend cpu(config, data, 99);
+    cpu.load_state(state);
+    EXPECT_EQ(cpu.step(), gpu.step());
+    Image gpu_render, cpu_render;
+    psnr_of(gpu, image, &gpu_render);
+    psnr_of(cpu, image, &cpu_render);
+    ASSERT_EQ(gpu_render.pixels.size(), cpu_render.pixels.size());
+    double max_diff = 0, sum_diff = 0;
+    for (size_t i = 0; i < gpu_render.pixels.size(); ++i) {
+        const double d = std::abs((double)gpu_render.pixels[i] - cpu_render.pixels[i]);
+        max_diff = std::max(max_diff, d);
+        sum_diff += d;
+    }
+    const double mean_diff = sum_diff / (double)gpu_render.pixels.size();
+    std::printf("snapshot gpu -> cpu: render diff mean %.3g max %.3g\n", mean_diff, max_diff);
+    EXPECT_LT(mean_diff, 2e-3);
+    EXPECT_LT(max_diff, 5e-2);
+
+    // And back: the CPU's snapshot loads on the GPU.
+    CudaBackend gpu2(config, data, 42);
+    gpu2.load_state(cpu.save_state());
+    EXPECT_EQ(gpu2.params(), state.params);
+}
+
+TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    ImageTrainingData data(astronaut_crop(64));
+    Matrix<float> in, target;
+    random_batch(4096, 3, 2, in, target);
+    CudaBackend gpu(config, data, 4);
+    gpu.train_step_on(in, target);  // a clean step first: moments are non-zero
+    const TrainingState before = gpu.save_state();
+
+    gpu.set_loss_scale(1e30f);  // dL/dout * scale overflows fp16
+    gpu.train_step_on(in, target);
+    const std::vector<float> after = gpu.params();
+    EXPECT_TRUE(all_finite(after));
+    EXPECT_EQ(gpu.skipped_steps(), 1u);
+    EXPECT_EQ(gpu.loss_scale(), 0.5e30f);
+    if (gpu.exact_skip()) {
+        const TrainingState s = gpu.save_state();
+        EXPECT_EQ(after, before.params);
+        ASSERT_EQ(s.optimizer_buffers.size(), before.optimizer_buffers.size());
+        for (size_t i = 0; i < s.optimizer_buffers.size(); ++i)
+            EXPECT_EQ(s.optimizer_buffers[i].second, before.optimizer_buffers[i].second) << s.optimizer_buffers[i].first;
+    } else {
+        std::printf("note: no conditional graph on this device; overflow step ran with zero gradients\n");
+    }
+
+    gpu.set_loss_scale(128.f);
+    gpu.train_step_on(in, target);
+    const std::vector<float> next = gpu.params();
+    EXPECT_TRUE(all_finite(next));
+    EXPECT_NE(next, after);
+    EXPECT_EQ(gpu.skipped_steps(), 1u);
+}
+
+TEST(CudaBackend, UnsupportedWidthNamesTheSupportedSet) {
+    REQUIRE_DEVICE();
+    json config = image_config();
+    config["network"]["n_neurons"] = 48;
+    ImageTrainingData data(astronaut_crop(16));
+    try {
+        CudaBackend gpu(config, data, 0);
+        FAIL() << "expected a ConfigError";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("network.n_neurons"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("16, 32, 64, 128 or 256"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CudaBackend, DefaultsToCudaWithADevice) {
+    REQUIRE_DEVICE();
+    EXPECT_EQ(available_backends().front(), "cuda");
+    EXPECT_NE(cuda_device_description().find("sm_"), std::string::npos);
+}
+
+// Runs everywhere: with the device hidden, --backend cuda is a clear error (exit 2).
+TEST(CudaBackend, NoDeviceMessage) {
+    const auto dir = test::make_temp_dir("nodevice");
+    const std::string log = (dir / "log.txt").string();
+    const std::string cmd = "CUDA_VISIBLE_DEVICES= " + std::string(FUSEDNGP_BINARY) + " train --backend cuda --steps 1 --out " +
+                            (dir / "run").string() + " >" + log + " 2>&1 </dev/null";
+    const int status = std::system(cmd.c_str());
+    test::CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = test::read_text(log);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find("--backend cpu"), std::string::npos) << r.out << r.err;
+}
+
+} // namespace
+} // namespace fusedngp
