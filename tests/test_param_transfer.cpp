@@ -112,7 +112,7 @@ TEST(ParamTransfer, LayersMapByIndexAndOutputToOutput) {
     expect_overlap("network.layers.2.weight", "network.layers.4.weight");  // output -> output
     // Hidden layers 2 and 3 have no counterpart: fresh init.
     for (const char* name : {"network.layers.2.weight", "network.layers.3.weight"}) {
-        const NamedTensor& t = tensor(nt, name);
+        const NamedTensor t = tensor(nt, name);
         for (size_t i = 0; i < t.size(); ++i) ASSERT_EQ(m.params()[t.offset + i], fresh.params()[t.offset + i]);
     }
 }
@@ -128,7 +128,7 @@ TEST(ParamTransfer, ChangedEncodingKeepsItsFreshInit) {
     for (size_t i = 0; i < m.n_encoding_params(); ++i) ASSERT_EQ(m.params()[i], fresh.params()[i]);
     // The network's last layer still carries over (same shape).
     auto new_tensors = m.named_tensors(), old_tensors = old_model.named_tensors();
-    const NamedTensor& t = tensor(new_tensors, "network.layers.2.weight");
-    const NamedTensor& f = tensor(old_tensors, "network.layers.2.weight");
+    const NamedTensor t = tensor(new_tensors, "network.layers.2.weight");
+    const NamedTensor f = tensor(old_tensors, "network.layers.2.weight");
     for (size_t i = 0; i < t.size(); ++i) ASSERT_EQ(m.params()[t.offset + i], old_model.params()[f.offset + i]);
 }
