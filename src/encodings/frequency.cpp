@@ -1,6 +1,7 @@
 #include "encodings/frequency.h"
 
 #include "encodings/encoding_checks.h"
+#include "encodings/per_dimension.h"
 
 #include <cmath>
 
@@ -19,21 +20,14 @@ FrequencyEncoding<T>::FrequencyEncoding(uint32_t n_dims, uint32_t n_frequencies)
 template <typename T>
 void FrequencyEncoding<T>::forward(const T*, const Matrix<T>& in, Matrix<T>& out) const {
     require_input_width(in, n_dims_, "Frequency");
-    const int64_t batch = in.rows();
     const uint32_t F = n_frequencies_;
-    out.resize(batch, n_output_dims());
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        T* y = out.data() + i * n_output_dims();
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            for (uint32_t f = 0; f < F; ++f) {
-                T phase = angular_freq_[f] * x[d];
-                y[d * 2 * F + 2 * f] = std::sin(phase);
-                y[d * 2 * F + 2 * f + 1] = std::cos(phase);
-            }
+    encode_each_dimension(in, n_dims_, 2 * F, out, [&](T x, T* y) {
+        for (uint32_t f = 0; f < F; ++f) {
+            T phase = angular_freq_[f] * x;
+            y[2 * f] = std::sin(phase);
+            y[2 * f + 1] = std::cos(phase);
         }
-    }
+    });
 }
 
 template <typename T>
@@ -42,25 +36,16 @@ void FrequencyEncoding<T>::backward(const T*, const Matrix<T>& in, const Matrix<
     require_input_width(in, n_dims_, "Frequency");
     require_same_shape(in, dout, n_output_dims(), "Frequency");
     if (!din) return;
-    const int64_t batch = in.rows();
     const uint32_t F = n_frequencies_;
-    din->resize(batch, n_dims_);
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        const T* g = dout.data() + i * n_output_dims();
-        T* gx = din->data() + i * n_dims_;
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            T sum = 0;
-            for (uint32_t f = 0; f < F; ++f) {
-                T phase = angular_freq_[f] * x[d];
-                // d sin/dx = w cos, d cos/dx = -w sin
-                sum += angular_freq_[f] * (g[d * 2 * F + 2 * f] * std::cos(phase) -
-                                           g[d * 2 * F + 2 * f + 1] * std::sin(phase));
-            }
-            gx[d] = sum;
+    backprop_each_dimension(in, dout, n_dims_, 2 * F, *din, [&](T x, const T* g) {
+        T sum = 0;
+        for (uint32_t f = 0; f < F; ++f) {
+            T phase = angular_freq_[f] * x;
+            // d sin/dx = w cos, d cos/dx = -w sin
+            sum += angular_freq_[f] * (g[2 * f] * std::cos(phase) - g[2 * f + 1] * std::sin(phase));
         }
-    }
+        return sum;
+    });
 }
 
 template <typename T>

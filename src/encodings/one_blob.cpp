@@ -1,6 +1,7 @@
 #include "encodings/one_blob.h"
 
 #include "encodings/encoding_checks.h"
+#include "encodings/per_dimension.h"
 
 #include <cmath>
 
@@ -29,24 +30,17 @@ T boundary_density(uint32_t b, T u) {
 template <typename T>
 void OneBlobEncoding<T>::forward(const T*, const Matrix<T>& in, Matrix<T>& out) const {
     require_input_width(in, n_dims_, "OneBlob");
-    const int64_t batch = in.rows();
     const uint32_t B = n_bins_;
-    out.resize(batch, n_output_dims());
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        T* y = out.data() + i * n_output_dims();
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            const T u = x[d] * (T)B;
-            // Neighbouring bins share a boundary: evaluate each erf once.
-            T lower = boundary_erf(0, u);
-            for (uint32_t b = 0; b < B; ++b) {
-                T upper = boundary_erf(b + 1, u);
-                y[d * B + b] = T(0.5) * (upper - lower);
-                lower = upper;
-            }
+    encode_each_dimension(in, n_dims_, B, out, [&](T x, T* y) {
+        const T u = x * (T)B;
+        // Neighbouring bins share a boundary: evaluate each erf once.
+        T lower = boundary_erf(0, u);
+        for (uint32_t b = 0; b < B; ++b) {
+            T upper = boundary_erf(b + 1, u);
+            y[b] = T(0.5) * (upper - lower);
+            lower = upper;
         }
-    }
+    });
 }
 
 template <typename T>
@@ -55,27 +49,19 @@ void OneBlobEncoding<T>::backward(const T*, const Matrix<T>& in, const Matrix<T>
     require_input_width(in, n_dims_, "OneBlob");
     require_same_shape(in, dout, n_output_dims(), "OneBlob");
     if (!din) return;
-    const int64_t batch = in.rows();
     const uint32_t B = n_bins_;
     const T slope_scale = (T)((double)B * kInvSqrt2Pi);
-    din->resize(batch, n_dims_);
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        const T* g = dout.data() + i * n_output_dims();
-        T* gx = din->data() + i * n_dims_;
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            const T u = x[d] * (T)B;
-            T lower = boundary_density(0, u);
-            T sum = 0;
-            for (uint32_t b = 0; b < B; ++b) {
-                T upper = boundary_density(b + 1, u);
-                sum += g[d * B + b] * (lower - upper);
-                lower = upper;
-            }
-            gx[d] = slope_scale * sum;
+    backprop_each_dimension(in, dout, n_dims_, B, *din, [&](T x, const T* g) {
+        const T u = x * (T)B;
+        T lower = boundary_density(0, u);
+        T sum = 0;
+        for (uint32_t b = 0; b < B; ++b) {
+            T upper = boundary_density(b + 1, u);
+            sum += g[b] * (lower - upper);
+            lower = upper;
         }
-    }
+        return slope_scale * sum;
+    });
 }
 
 template <typename T>

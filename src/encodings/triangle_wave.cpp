@@ -1,6 +1,7 @@
 #include "encodings/triangle_wave.h"
 
 #include "encodings/encoding_checks.h"
+#include "encodings/per_dimension.h"
 
 #include <cmath>
 
@@ -28,17 +29,10 @@ T triangle_slope(T t) {
 template <typename T>
 void TriangleWaveEncoding<T>::forward(const T*, const Matrix<T>& in, Matrix<T>& out) const {
     require_input_width(in, n_dims_, "TriangleWave");
-    const int64_t batch = in.rows();
     const uint32_t F = n_frequencies_;
-    out.resize(batch, n_output_dims());
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        T* y = out.data() + i * n_output_dims();
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            for (uint32_t f = 0; f < F; ++f) y[d * F + f] = triangle(std::ldexp(x[d], (int)f));
-        }
-    }
+    encode_each_dimension(in, n_dims_, F, out, [&](T x, T* y) {
+        for (uint32_t f = 0; f < F; ++f) y[f] = triangle(std::ldexp(x, (int)f));
+    });
 }
 
 template <typename T>
@@ -47,22 +41,12 @@ void TriangleWaveEncoding<T>::backward(const T*, const Matrix<T>& in, const Matr
     require_input_width(in, n_dims_, "TriangleWave");
     require_same_shape(in, dout, n_output_dims(), "TriangleWave");
     if (!din) return;
-    const int64_t batch = in.rows();
     const uint32_t F = n_frequencies_;
-    din->resize(batch, n_dims_);
-#pragma omp parallel for schedule(static) if (batch >= 256)
-    for (int64_t i = 0; i < batch; ++i) {
-        const T* x = in.data() + i * n_dims_;
-        const T* g = dout.data() + i * n_output_dims();
-        T* gx = din->data() + i * n_dims_;
-        for (uint32_t d = 0; d < n_dims_; ++d) {
-            T sum = 0;
-            for (uint32_t f = 0; f < F; ++f) {
-                sum += g[d * F + f] * std::ldexp(triangle_slope(std::ldexp(x[d], (int)f)), (int)f);
-            }
-            gx[d] = sum;
-        }
-    }
+    backprop_each_dimension(in, dout, n_dims_, F, *din, [&](T x, const T* g) {
+        T sum = 0;
+        for (uint32_t f = 0; f < F; ++f) sum += g[f] * std::ldexp(triangle_slope(std::ldexp(x, (int)f)), (int)f);
+        return sum;
+    });
 }
 
 template <typename T>
