@@ -4,13 +4,20 @@
 // from the caller, weight gradients reduced), the fused L2 train step, and
 // the GEMMs alone of an unfused cuBLAS implementation of the same training
 // step (a lower bound on any cuBLAS MLP: its elementwise kernels and
-// activation traffic are not counted). CUDA events, median of timed
+// activation traffic are not counted), and the real unfused baseline
+// CublasMlp (cuBLASLt GEMMs + its elementwise kernels: conversion,
+// activation, derivative and unpadding kernels all counted) for inference
+// and the full training step (forward + backward with dL/dW and dL/dinput).
+// Widths the fused kernel lacks (e.g. --widths 48,512) get the CublasMlp
+// rows only. CUDA events, median of timed
 // repetitions after warm-up, inputs rotated among 4 buffers. Prints a table
 // and writes CSV.
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
 //                           [--csv file] [--variants] [--ceilings]
+#include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
+#include "gpu/gpu_mlp_factory.h"
 
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -242,7 +249,9 @@ int main(int argc, char** argv) {
     for (uint32_t w : opt.widths) {
         const double macs = macs_per_sample(opt.n_in, w, opt.depth, opt.n_out);
         const double fwd_flop = 2 * macs * B, train_flop = 6 * macs * B;
+        const bool fused_runs = fused_unsupported_reason({opt.n_in, opt.n_out, w, opt.depth}).empty();
         for (const Variant& v : variants) {
+            if (!fused_runs) break;
             FusedMlpConfig cfg{opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None};
             FusedMlp mlp(cfg, v.tuning);
             mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
@@ -273,6 +282,24 @@ int main(int argc, char** argv) {
                                  nullptr, B, nullptr);
                 }), train_flop);
             std::printf("%s %s\n", v.name.c_str(), mlp.describe().c_str());
+            std::fflush(stdout);
+        }
+        {
+            CublasMlp mlp({opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None}, B);
+            mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
+            DeviceMemory dw(mlp.n_params() * sizeof(float));
+            auto add = [&](const std::string& pass, double ms, double flop) {
+                rows.push_back({"CublasMLP", w, pass, ms, B / (ms * 1e-3), flop / (ms * 1e-3) / 1e12, mlp.describe()});
+            };
+            add("inference", time_median_ms(opt.reps, [&](int i) {
+                    mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
+                }), fwd_flop);
+            add("train fwd+bwd", time_median_ms(opt.reps, [&](int i) {
+                    const float* in = inputs[i % kRotations].as<float>();
+                    mlp.forward(in, out.as<float>(), B, nullptr);
+                    mlp.backward(in, douts[i % kRotations].as<float>(), din.as<float>(), dw.as<float>(), B, nullptr);
+                }), train_flop);
+            std::printf("%s\n", mlp.describe().c_str());
             std::fflush(stdout);
         }
         const double ci = cublas_gemm_ms(cublas, B, opt.n_in, w, opt.depth, opt.n_out, false, opt.reps);

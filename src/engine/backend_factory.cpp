@@ -41,6 +41,8 @@ EngineInfo engine_info() {
     info.device = cuda_device_description();
     info.kernels = {
         "FullyFusedMLP: widths 16, 32, 64, 128, 256; 1-16 hidden layers; fp16 tensor cores, fp32 accumulation",
+        "CublasMLP (alias CutlassMLP): any width and depth; cuBLASLt fp16 GEMMs, fp32 accumulation; "
+        "network.otype Auto times both at the first training batch",
         "encodings: HashGrid/DenseGrid/TiledGrid (fp16 tables, fp32 master), Frequency, TriangleWave, OneBlob, "
         "SphericalHarmonics, Identity, Composite",
         "losses: all CPU losses; optimizers: Adam, SGD, EMA, ExponentialDecay",

@@ -1,6 +1,7 @@
 #include "engine/cuda_backend.h"
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "modes/image_mode.h"
 #include "networks/mlp.h"
 
@@ -42,6 +43,15 @@ decltype(auto) translating_out_of_memory(F&& f) {
 }
 
 constexpr uint32_t kInferenceChunk = 1u << 18;
+
+// network.otype -> kernel. MLP and CPU (accepted by the CPU engine) mean
+// "no preference" on the GPU, like Auto.
+gpu::MlpKernel requested_mlp_kernel(const json& config) {
+    const std::string otype = get_otype(config.at("network"), "network");
+    if (equals_ignore_case(otype, "FullyFusedMLP")) return gpu::MlpKernel::FullyFused;
+    if (equals_ignore_case(otype, "CublasMLP") || equals_ignore_case(otype, "CutlassMLP")) return gpu::MlpKernel::Cublas;
+    return gpu::MlpKernel::Auto;
+}
 
 } // namespace
 
@@ -95,15 +105,12 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
         }
 
         encoding_ = gpu::make_gpu_encoding(host_model_.encoding());
-        const auto& net = dynamic_cast<const Mlp<float>&>(host_model_.network());
-        gpu::FusedMlpConfig mlp_config;
-        mlp_config.n_input_dims = host_model_.encoding().n_output_dims();
-        mlp_config.n_output_dims = net.n_output_dims();
-        mlp_config.width = net.n_neurons();
-        mlp_config.n_hidden_layers = net.n_hidden_layers();
-        mlp_config.hidden_activation = net.activation();
-        mlp_config.output_activation = net.output_activation();
-        mlp_ = std::make_unique<gpu::FusedMlp>(mlp_config);
+        const gpu::MlpKernel requested = requested_mlp_kernel(config_);
+        const gpu::MlpKernel kernel = initial_kernel(requested);
+        // Auto with both kernels possible: fused until the first training
+        // batch, where both are timed at that batch size.
+        auto_pending_ = requested == gpu::MlpKernel::Auto && kernel == gpu::MlpKernel::FullyFused;
+        mlp_ = gpu::create_gpu_mlp(mlp_config(), kernel);
         loss_ = gpu::create_gpu_loss(config_.at("loss"));
         optimizer_ = gpu::create_gpu_optimizer(config_.at("optimizer"));
 
@@ -134,8 +141,7 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
 
 CudaBackend::~CudaBackend() {
     if (stream_) cudaStreamSynchronize(stream_);
-    if (update_graph_exec_) cudaGraphExecDestroy(update_graph_exec_);
-    if (update_graph_) cudaGraphDestroy(update_graph_);
+    destroy_update_graph();
     for (auto& s : slots_) {
         if (s.done) cudaEventDestroy(s.done);
         if (s.host) cudaFreeHost(s.host);
@@ -147,18 +153,91 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::check_network_supported() const {
-    const auto* net = dynamic_cast<const Mlp<float>*>(&host_model_.network());
-    const std::string supported = "the cuda backend runs the fully fused MLP: n_neurons 16, 32, 64, 128 or 256 and "
-                                  "n_hidden_layers 1..16 (use --backend cpu for other networks)";
-    if (!net) throw ConfigError("network.otype", "not an MLP; " + supported);
-    const uint32_t w = net->n_neurons();
-    if (w != 16 && w != 32 && w != 64 && w != 128 && w != 256) {
-        throw ConfigError("network.n_neurons", std::to_string(w) + " is not supported; " + supported);
+    if (!dynamic_cast<const Mlp<float>*>(&host_model_.network())) {
+        throw ConfigError("network.otype", "not an MLP; the cuda backend runs MLPs only (use --backend cpu)");
     }
-    if (net->n_hidden_layers() < 1 || net->n_hidden_layers() > 16) {
-        throw ConfigError("network.n_hidden_layers",
-                          std::to_string(net->n_hidden_layers()) + " is not supported; " + supported);
+}
+
+gpu::GpuMlpConfig CudaBackend::mlp_config() const {
+    const auto& net = dynamic_cast<const Mlp<float>&>(host_model_.network());
+    gpu::GpuMlpConfig c;
+    c.n_input_dims = host_model_.encoding().n_output_dims();
+    c.n_output_dims = net.n_output_dims();
+    c.width = net.n_neurons();
+    c.n_hidden_layers = net.n_hidden_layers();
+    c.hidden_activation = net.activation();
+    c.output_activation = net.output_activation();
+    return c;
+}
+
+gpu::MlpKernel CudaBackend::initial_kernel(gpu::MlpKernel requested) const {
+    if (requested == gpu::MlpKernel::Cublas) return gpu::MlpKernel::Cublas;
+    const gpu::GpuMlpConfig c = mlp_config();
+    const std::string why = gpu::fused_unsupported_reason(c);
+    if (why.empty()) return gpu::MlpKernel::FullyFused;
+    if (requested == gpu::MlpKernel::FullyFused) {
+        const std::string hint = "network.otype FullyFusedMLP runs n_neurons 16, 32, 64, 128 or 256 and "
+                                 "n_hidden_layers 1..16; use otype CublasMLP or Auto for other networks";
+        if (c.width != 16 && c.width != 32 && c.width != 64 && c.width != 128 && c.width != 256)
+            throw ConfigError("network.n_neurons", std::to_string(c.width) + " is not supported; " + hint);
+        if (c.n_hidden_layers < 1 || c.n_hidden_layers > 16)
+            throw ConfigError("network.n_hidden_layers", std::to_string(c.n_hidden_layers) + " is not supported; " + hint);
+        throw ConfigError("network.otype", "FullyFusedMLP cannot run this network: " + why + "; use CublasMLP or Auto");
     }
+    std::fprintf(stderr, "fusedngp: network.otype Auto: %s; using CublasMLP\n", why.c_str());
+    return gpu::MlpKernel::Cublas;
+}
+
+// Replaces the MLP by one of `kernel`, continuing from the same fp32 weights.
+// The update graph captured the old object's weight conversion: rebuilt.
+void CudaBackend::install_mlp(gpu::MlpKernel kernel) {
+    synchronize();
+    translating_out_of_memory([&] {
+        std::unique_ptr<gpu::GpuMlp> mlp = gpu::create_gpu_mlp(mlp_config(), kernel, batch_capacity_);
+        mlp->set_loss_scale(loss_scale_);
+        mlp->set_params_device(params_.data() + n_encoding_params(), stream_);
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+        mlp_ = std::move(mlp);
+    });
+    destroy_update_graph();
+    try {
+        build_update_graph();
+    } catch (const std::exception& e) {
+        destroy_update_graph();
+        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
+                             "with zero gradients instead of being skipped\n", e.what());
+    }
+}
+
+void CudaBackend::set_mlp_kernel(gpu::MlpKernel kernel) {
+    if (kernel == gpu::MlpKernel::Auto) {
+        // Back to the fused kernel where it runs; the next step re-times.
+        const gpu::MlpKernel start = initial_kernel(gpu::MlpKernel::Auto);
+        if (mlp_->kernel_name() != std::string(gpu::mlp_kernel_name(start))) install_mlp(start);
+        auto_pending_ = start == gpu::MlpKernel::FullyFused;
+        return;
+    }
+    auto_pending_ = false;
+    if (kernel == gpu::MlpKernel::FullyFused) initial_kernel(kernel);  // ConfigError where it cannot run
+    if (mlp_->kernel_name() != std::string(gpu::mlp_kernel_name(kernel))) install_mlp(kernel);
+}
+
+// Auto: a few timed training steps of both kernels at the real batch size,
+// once (see gpu::time_mlp_kernels); the faster one stays.
+void CudaBackend::choose_kernel_by_timing(uint32_t batch) {
+    auto_pending_ = false;
+    synchronize();
+    translating_out_of_memory([&] { auto_timing_ = gpu::time_mlp_kernels(mlp_config(), batch, stream_); });
+    std::fprintf(stderr, "fusedngp: network.otype Auto: %s -> %s\n", auto_timing_.summary().c_str(),
+                 gpu::mlp_kernel_name(auto_timing_.faster));
+    if (mlp_->kernel_name() != std::string(gpu::mlp_kernel_name(auto_timing_.faster))) install_mlp(auto_timing_.faster);
+}
+
+void CudaBackend::destroy_update_graph() {
+    if (update_graph_exec_) cudaGraphExecDestroy(update_graph_exec_);
+    if (update_graph_) cudaGraphDestroy(update_graph_);
+    update_graph_exec_ = nullptr;
+    update_graph_ = nullptr;
 }
 
 void CudaBackend::refresh_component_params(const float* d_params) {
@@ -217,6 +296,7 @@ void CudaBackend::build_update_graph() {
 }
 
 void CudaBackend::allocate_batch(uint32_t batch) {
+    if (auto_pending_) choose_kernel_by_timing(batch);
     if (batch <= batch_capacity_) return;
     synchronize();  // buffers in use by queued steps must not be freed under them
     translating_out_of_memory([&] {
@@ -228,6 +308,7 @@ void CudaBackend::allocate_batch(uint32_t batch) {
         dencoded_.resize(b * n_enc_out);
         outputs_.resize(b * host_model_.n_output_dims());
         doutputs_.resize(b * host_model_.n_output_dims());
+        mlp_->reserve(batch);
     });
     batch_capacity_ = batch;
 }
@@ -378,6 +459,7 @@ void CudaBackend::inference(const Matrix<float>& inputs, Matrix<float>& outputs)
     const uint32_t chunk = (uint32_t)std::min<size_t>(n_rows, kInferenceChunk);
     synchronize();
     translating_out_of_memory([&] {
+        mlp_->reserve(chunk);
         gpu::DeviceBuffer<float> in((size_t)chunk * n_in), encoded((size_t)chunk * n_enc_out), out((size_t)chunk * n_out);
         const float* weights = optimizer_->inference_params(params_.data());
         if (weights != params_.data()) refresh_component_params(weights);
@@ -491,6 +573,7 @@ StepTimings CudaBackend::last_timings() const {
 
 std::string CudaBackend::describe() const {
     return "cuda: " + encoding_->describe() + " -> " + mlp_->describe() +
+           (auto_timing_.batch > 0 ? " (Auto: " + auto_timing_.summary() + ")" : "") +
            (exact_skip() ? ", overflow skip by conditional graph" : ", overflow guard by zeroed gradients");
 }
 

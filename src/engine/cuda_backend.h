@@ -10,7 +10,9 @@
 #include "gpu/components/gpu_encoding.h"
 #include "gpu/components/gpu_loss.h"
 #include "gpu/components/gpu_optimizer.h"
-#include "gpu/fused_mlp.h"
+#include "gpu/cuda_check.h"
+#include "gpu/gpu_mlp.h"
+#include "gpu/gpu_mlp_factory.h"
 
 #include <cuda_runtime_api.h>
 
@@ -34,7 +36,10 @@ struct LossScaleSettings {
 class CudaBackend : public Backend {
 public:
     // Throws InputError without a device or when GPU memory runs out (naming
-    // the size), ConfigError for a network the fused kernel cannot run.
+    // the size), ConfigError for a network the GPU cannot run (not an MLP, or
+    // network.otype FullyFusedMLP with a shape the fused kernel lacks).
+    // network.otype: FullyFusedMLP, CublasMLP (alias CutlassMLP) or Auto (also
+    // MLP, CPU); see docs/CUDA_BACKEND.md.
     CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling = {});
     ~CudaBackend() override;
 
@@ -77,6 +82,14 @@ public:
     // with zeroed gradients (weights stay finite, moments decay once).
     bool exact_skip() const { return update_graph_exec_ != nullptr; }
     std::string describe() const;
+    // The MLP kernel running now ("FullyFusedMLP" or "CublasMLP").
+    std::string mlp_kernel() const { return mlp_->kernel_name(); }
+    // Hot swap (GUI): the same fp32 weights continue on the other kernel.
+    // FullyFused throws ConfigError where the fused kernel cannot run; Auto
+    // re-times on the next step. Synchronizes.
+    void set_mlp_kernel(gpu::MlpKernel kernel);
+    // Auto's measurement, once made (batch 0 before).
+    const gpu::KernelTiming& auto_timing() const { return auto_timing_; }
 
 private:
     static constexpr int kInFlight = 4;  // steps the host may run ahead of the GPU
@@ -94,6 +107,13 @@ private:
     };
 
     void check_network_supported() const;
+    gpu::GpuMlpConfig mlp_config() const;
+    // FullyFused where it can run and was asked for (or Auto), else Cublas;
+    // prints the fallback notice for Auto.
+    gpu::MlpKernel initial_kernel(gpu::MlpKernel requested) const;
+    void install_mlp(gpu::MlpKernel kernel);
+    void choose_kernel_by_timing(uint32_t batch);
+    void destroy_update_graph();
     void allocate_batch(uint32_t batch);
     void run_step(uint32_t batch);
     void enqueue_update();
@@ -112,7 +132,9 @@ private:
 
     cudaStream_t stream_ = nullptr;
     std::unique_ptr<gpu::GpuEncoding> encoding_;
-    std::unique_ptr<gpu::FusedMlp> mlp_;
+    std::unique_ptr<gpu::GpuMlp> mlp_;
+    bool auto_pending_ = false;     // Auto: time both kernels at the first training batch
+    gpu::KernelTiming auto_timing_;
     std::unique_ptr<gpu::GpuLoss> loss_;
     std::unique_ptr<gpu::GpuOptimizer> optimizer_;
 

@@ -4,38 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 
 namespace fusedngp::gpu {
-
-// ---- DeviceMemory -------------------------------------------------------------
-
-DeviceMemory::DeviceMemory(size_t bytes) : bytes_(bytes) {
-    if (bytes == 0) return;
-    const cudaError_t err = cudaMalloc(&ptr_, bytes);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();  // clear the sticky-free allocation error
-        ptr_ = nullptr;
-        throw GpuOutOfMemory(bytes, "cudaMalloc of " + std::to_string(bytes) + " bytes failed: " +
-                                        cudaGetErrorString(err));
-    }
-}
-
-DeviceMemory::~DeviceMemory() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-}
-
-DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-
-DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
-    if (this != &other) {
-        if (ptr_ != nullptr) cudaFree(ptr_);
-        ptr_ = std::exchange(other.ptr_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-    }
-    return *this;
-}
 
 // ---- Width dispatch ----------------------------------------------------------------
 
@@ -212,7 +182,7 @@ void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaSt
     });
 }
 
-void FusedMlp::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const {
+void FusedMlp::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) {
     inference(d_in, d_out, batch, stream);
 }
 

@@ -23,6 +23,8 @@
 #pragma once
 
 #include "gpu/cuda_check.h"
+#include "gpu/device_memory.h"
+#include "gpu/gpu_mlp.h"
 #include "fused_mlp_args.h"
 #include "fused_mlp_launch.h"
 #include "networks/activation.h"
@@ -35,14 +37,8 @@
 
 namespace fusedngp::gpu {
 
-struct FusedMlpConfig {
-    uint32_t n_input_dims = 0;
-    uint32_t n_output_dims = 0;
-    uint32_t width = 64;            // 16, 32, 64, 128 or 256
-    uint32_t n_hidden_layers = 2;   // 1..16
-    Activation hidden_activation = Activation::ReLU;
-    Activation output_activation = Activation::None;
-};
+// FusedMlp supports widths 16, 32, 64, 128, 256 and 1..16 hidden layers.
+using FusedMlpConfig = GpuMlpConfig;
 
 // Optional overrides of the launch shape (benchmarking); 0 = automatic.
 struct FusedMlpTuning {
@@ -56,27 +52,7 @@ struct FusedMlpTuning {
     bool l2_prefetch = true;
 };
 
-// Owning device allocation. cudaMalloc failure -> GpuOutOfMemory.
-class DeviceMemory {
-public:
-    DeviceMemory() = default;
-    explicit DeviceMemory(size_t bytes);
-    ~DeviceMemory();
-    DeviceMemory(DeviceMemory&& other) noexcept;
-    DeviceMemory& operator=(DeviceMemory&& other) noexcept;
-    DeviceMemory(const DeviceMemory&) = delete;
-    DeviceMemory& operator=(const DeviceMemory&) = delete;
-
-    template <typename T>
-    T* as() const { return static_cast<T*>(ptr_); }
-    size_t bytes() const { return bytes_; }
-
-private:
-    void* ptr_ = nullptr;
-    size_t bytes_ = 0;
-};
-
-class FusedMlp {
+class FusedMlp final : public GpuMlp {
 public:
     // Launch plan of one kernel (inference or training).
     struct PassPlan {
@@ -89,30 +65,32 @@ public:
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
 
+    const char* kernel_name() const override { return "FullyFusedMLP"; }
     const FusedMlpConfig& config() const { return config_; }
     const MlpShape& shape() const { return shape_; }
-    size_t n_params() const;
+    size_t n_params() const override;
+    void reserve(uint32_t) override {}  // no per-sample storage
 
     // Copies fp32 weights from the host and converts them (synchronous).
-    void set_params(const float* host_params);
+    void set_params(const float* host_params) override;
     // Same from device memory, asynchronous on `stream`.
-    void set_params_device(const float* d_params, cudaStream_t stream);
+    void set_params_device(const float* d_params, cudaStream_t stream) override;
     // The fp32 master copy on the device (n_params() floats).
     const float* params_device() const { return master_.as<float>(); }
 
     // dL/dout (or the L1/L2 gradient) is multiplied by this before it is
     // rounded to fp16, and the gradients are divided by it again in fp32, so
     // small loss gradients (mean over 2^20 samples) do not underflow fp16.
-    void set_loss_scale(float scale);
-    float loss_scale() const { return loss_scale_; }
+    void set_loss_scale(float scale) override;
+    float loss_scale() const override { return loss_scale_; }
 
-    void inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const;
+    void inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const override;
     // Training forward: the same computation as inference (nothing is stored).
-    void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const;
+    void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) override;
     // d_din and d_dweights may be null. d_dweights gets dL/dW in the caller's
     // parameter layout, overwritten (or added to when accumulate is true).
     void backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
-                  cudaStream_t stream, bool accumulate = false);
+                  cudaStream_t stream, bool accumulate = false) override;
     // Fused forward + elementwise loss (mean over batch * n_out) + backward.
     // d_out, d_din, d_dweights may be null.
     void train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
@@ -120,7 +98,7 @@ public:
 
     const PassPlan& inference_plan() const { return inference_plan_; }
     const PassPlan& training_plan() const { return training_plan_; }
-    std::string describe() const;
+    std::string describe() const override;
 
 private:
     PassPlan plan_pass(bool training) const;

@@ -205,6 +205,7 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
 TEST(CudaBackend, UnsupportedWidthNamesTheSupportedSet) {
     REQUIRE_DEVICE();
     json config = image_config();
+    config["network"]["otype"] = "FullyFusedMLP";  // forced: no fallback
     config["network"]["n_neurons"] = 48;
     ImageTrainingData data(astronaut_crop(16));
     try {
@@ -214,6 +215,86 @@ TEST(CudaBackend, UnsupportedWidthNamesTheSupportedSet) {
         EXPECT_NE(std::string(e.what()).find("network.n_neurons"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("16, 32, 64, 128 or 256"), std::string::npos) << e.what();
     }
+}
+
+// ---- network.otype: CublasMLP, Auto, hot swap ------------------------------------
+
+TEST(CudaBackend, CublasMlpTrainsImageModeLikeFused) {
+    REQUIRE_DEVICE();
+    json fused_config = image_config(), cublas_config = image_config();
+    fused_config["network"]["otype"] = "FullyFusedMLP";
+    cublas_config["network"]["otype"] = "CutlassMLP";  // the alias
+    const Image image = astronaut_crop(256);
+    ImageTrainingData data(image);
+    CudaBackend fused(fused_config, data, 1), cublas(cublas_config, data, 1);
+    EXPECT_EQ(fused.mlp_kernel(), "FullyFusedMLP");
+    EXPECT_EQ(cublas.mlp_kernel(), "CublasMLP");
+    for (int i = 0; i < 300; ++i) {
+        fused.train_step(1u << 14);
+        cublas.train_step(1u << 14);
+    }
+    const double fused_psnr = psnr_of(fused, image), cublas_psnr = psnr_of(cublas, image);
+    std::printf("image mode, 300 steps: PSNR fused %.2f dB, cublas %.2f dB\n", fused_psnr, cublas_psnr);
+    EXPECT_GT(fused_psnr, 20.0);
+    EXPECT_NEAR(cublas_psnr, fused_psnr, 0.5);
+    EXPECT_EQ(cublas.skipped_steps(), 0u);
+}
+
+TEST(CudaBackend, AutoFallsBackToCublasForOtherWidths) {
+    REQUIRE_DEVICE();
+    json config = image_config();
+    config["network"]["otype"] = "Auto";
+    config["network"]["n_neurons"] = 48;
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend gpu(config, data, 2);
+    EXPECT_EQ(gpu.mlp_kernel(), "CublasMLP");
+    const double before = psnr_of(gpu, image);
+    for (int i = 0; i < 100; ++i) gpu.train_step(1u << 14);
+    EXPECT_EQ(gpu.auto_timing().batch, 0u);  // nothing to choose between
+    EXPECT_TRUE(all_finite(gpu.params()));
+    EXPECT_GT(psnr_of(gpu, image), before + 3.0);
+    EXPECT_THROW(gpu.set_mlp_kernel(gpu::MlpKernel::FullyFused), ConfigError);
+}
+
+TEST(CudaBackend, AutoTimesBothKernelsAtTheFirstBatch) {
+    REQUIRE_DEVICE();
+    json config = image_config();
+    config["network"]["otype"] = "auto";  // otype is matched case-insensitively
+    ImageTrainingData data(astronaut_crop(64));
+    CudaBackend gpu(config, data, 3);
+    gpu.train_step(1u << 14);
+    const gpu::KernelTiming& t = gpu.auto_timing();
+    EXPECT_EQ(t.batch, 1u << 14);
+    EXPECT_GT(t.fused_ms, 0.0);
+    EXPECT_GT(t.cublas_ms, 0.0);
+    EXPECT_EQ(gpu.mlp_kernel(), gpu::mlp_kernel_name(t.faster));
+    std::printf("Auto: %s\n", t.summary().c_str());
+}
+
+TEST(CudaBackend, HotSwapKeepsTheWeights) {
+    REQUIRE_DEVICE();
+    json config = image_config();
+    config["network"]["otype"] = "FullyFusedMLP";
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend gpu(config, data, 4);
+    for (int i = 0; i < 50; ++i) gpu.train_step(1u << 14);
+    const std::vector<float> params = gpu.params();
+    Image fused_render, cublas_render;
+    const double fused_psnr = psnr_of(gpu, image, &fused_render);
+    gpu.set_mlp_kernel(gpu::MlpKernel::Cublas);
+    EXPECT_EQ(gpu.mlp_kernel(), "CublasMLP");
+    EXPECT_EQ(gpu.params(), params);
+    const double cublas_psnr = psnr_of(gpu, image, &cublas_render);
+    EXPECT_LE(relative_error(cublas_render.pixels.data(), fused_render.pixels.data(), fused_render.pixels.size()), 2e-3);
+    EXPECT_NEAR(cublas_psnr, fused_psnr, 0.05);
+    for (int i = 0; i < 50; ++i) gpu.train_step(1u << 14);  // training continues on the other kernel
+    EXPECT_GT(psnr_of(gpu, image), fused_psnr);
+    gpu.set_mlp_kernel(gpu::MlpKernel::FullyFused);
+    EXPECT_EQ(gpu.mlp_kernel(), "FullyFusedMLP");
+    gpu.train_step(1u << 14);
+    EXPECT_EQ(gpu.skipped_steps(), 0u);
 }
 
 TEST(CudaBackend, DefaultsToCudaWithADevice) {
