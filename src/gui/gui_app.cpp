@@ -207,6 +207,7 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
 
         if (automation.steps_per_frame() > 0 && app.session.running) app.session.run_steps(automation.steps_per_frame());
         app.session.poll();
+        if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
         update_model_views(app);
         const double wall_seconds = ms_between(app_start, Clock::now()) * 1e-3;
         if (wall_seconds - app.psnr_time >= kPsnrEverySeconds) {

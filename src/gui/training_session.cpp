@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -91,8 +92,17 @@ void TrainingSession::worker_loop() {
         worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || has_work(); });
         if (stop_ || !has_work()) continue;
         if (requested_steps_ > 0) --requested_steps_;
-        run_step();
-        ++worker_steps_;
+        try {
+            run_step();
+        } catch (const std::exception& e) {
+            // A failing step (e.g. out of GPU memory after a batch change) pauses
+            // training and reaches the UI instead of ending the program.
+            running = false;
+            requested_steps_ = 0;
+            std::lock_guard<std::mutex> results_lock(results_mutex_);
+            worker_error_ = std::string("training step failed: ") + e.what();
+        }
+        ++worker_steps_;  // also for a failed one: run_steps() must not wait forever
     }
 }
 
@@ -146,6 +156,11 @@ void TrainingSession::run_step() {
         record(result);
         if (!renders_on_device()) publish_display_params();
     }
+}
+
+std::string TrainingSession::take_worker_error() {
+    std::lock_guard<std::mutex> lock(results_mutex_);
+    return std::exchange(worker_error_, std::string());
 }
 
 void TrainingSession::poll() {

@@ -47,6 +47,9 @@ public:
     // UI thread, once per frame: folds the steps finished since the last
     // call into the loss history, stats and change records.
     void poll();
+    // The message of a step that threw on the worker (training is then
+    // paused), once; empty when none.
+    std::string take_worker_error();
 
     // Without a worker: runs steps until `budget_ms` of wall time is used (at least one).
     void train_for(double budget_ms);
@@ -163,6 +166,7 @@ private:
     bool threaded_ = false;               // a worker runs; set under step_mutex_ before it starts
     std::mutex results_mutex_;
     std::vector<StepResult> results_;     // finished steps not yet polled
+    std::string worker_error_;            // under results_mutex_
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
     std::unique_ptr<Model<float>> display_model_;  // layout only; params come from the snapshot
