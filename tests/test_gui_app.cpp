@@ -65,7 +65,7 @@ TEST(GuiApp, TrainsResizesAndSwitchesKernelUnderXvfb) {
     const std::string shot = (dir / "S.png").string(), out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
     const std::string source = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
     std::string cmd = "xvfb-run -a -s \"-screen 0 1280x800x24\" " + std::string(FUSEDNGP_BINARY) + " gui " + source +
-                      " --backend cpu --frames 240 --screenshot " + shot +
+                      " --backend cpu --frames 240 --steps-per-frame 1 --screenshot " + shot +
                       " --set network.n_neurons=128@100 --set network.otype=CublasMLP@170 >" + out + " 2>" + err +
                       " </dev/null";
     int status = std::system(cmd.c_str());

@@ -90,6 +90,12 @@ public:
     void set_mlp_kernel(gpu::MlpKernel kernel);
     // Auto's measurement, once made (batch 0 before).
     const gpu::KernelTiming& auto_timing() const { return auto_timing_; }
+    // The GUI's display path: renders the model (inference parameters) at
+    // every pixel centre of a width x height image straight into device
+    // memory, RGBA float4 per pixel, row 0 = top (e.g. a mapped GL PBO).
+    // Enqueued on the backend's stream, which is synchronised before return
+    // so the caller may unmap the buffer.
+    void render_rgba(float* d_rgba, uint32_t width, uint32_t height);
 
 private:
     static constexpr int kInFlight = 4;  // steps the host may run ahead of the GPU
@@ -143,6 +149,7 @@ private:
     gpu::DeviceBuffer<float> inputs_, targets_, encoded_, outputs_, doutputs_, dencoded_;
     gpu::DeviceBuffer<StepReadback> readback_;  // this step's loss and overflow flag
     uint32_t batch_capacity_ = 0;
+    gpu::DeviceBuffer<float> render_in_, render_encoded_, render_out_;  // render_rgba's chunk scratch
 
     // Skips the optimizer update on overflow (see exact_skip()).
     cudaGraph_t update_graph_ = nullptr;

@@ -83,6 +83,28 @@ unsigned int stride_blocks(size_t n) {
     return (unsigned int)(needed < 1024 ? (needed ? needed : 1) : 1024);
 }
 
+__global__ void pixel_centres_kernel(uint32_t width, uint32_t height, size_t first, uint32_t n, float* coords) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const size_t p = first + i;
+        coords[2 * (size_t)i] = ((float)(p % width) + 0.5f) / (float)width;
+        coords[2 * (size_t)i + 1] = ((float)(p / width) + 0.5f) / (float)height;
+    }
+}
+
+__global__ void to_rgba_kernel(const float* values, uint32_t channels, uint32_t n, float4* rgba) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float* v = values + (size_t)i * channels;
+        float4 o;
+        switch (channels) {
+        case 1: o = make_float4(v[0], v[0], v[0], 1.f); break;
+        case 2: o = make_float4(v[0], v[0], v[0], v[1]); break;
+        case 3: o = make_float4(v[0], v[1], v[2], 1.f); break;
+        default: o = make_float4(v[0], v[1], v[2], v[3]); break;
+        }
+        rgba[i] = o;
+    }
+}
+
 } // namespace
 
 void launch_sample_image(const DeviceImage& image, uint64_t seed, uint64_t step, uint32_t batch, float* coords,
@@ -110,6 +132,16 @@ void launch_zero_if_flagged(float* data, size_t n, const unsigned int* flag, cud
 void launch_set_update_condition(cudaGraphConditionalHandle handle, const unsigned int* flag, cudaStream_t stream) {
     set_update_condition_kernel<<<1, 1, 0, stream>>>(handle, flag);
     FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+void launch_pixel_centres(uint32_t width, uint32_t height, size_t first, uint32_t n, float* coords, cudaStream_t stream) {
+    if (n == 0) return;
+    pixel_centres_kernel<<<stride_blocks(n), kThreads, 0, stream>>>(width, height, first, n, coords);
+}
+
+void launch_to_rgba(const float* values, uint32_t channels, uint32_t n, float* rgba, cudaStream_t stream) {
+    if (n == 0) return;
+    to_rgba_kernel<<<stride_blocks(n), kThreads, 0, stream>>>(values, channels, n, reinterpret_cast<float4*>(rgba));
 }
 
 } // namespace fusedngp::gpu

@@ -34,4 +34,14 @@ void launch_zero_if_flagged(float* data, size_t n, const unsigned int* flag, cud
 // captured into the graph that owns the handle.
 void launch_set_update_condition(cudaGraphConditionalHandle handle, const unsigned int* flag, cudaStream_t stream);
 
+// Display rendering (the GUI's CUDA–GL interop path): pixel centres of
+// pixels [first, first + n) of a width x height image in row-major order,
+// coords[i] = ((x + 0.5) / width, (y + 0.5) / height), the same grid the CPU
+// renderer and the PSNR evaluation use.
+void launch_pixel_centres(uint32_t width, uint32_t height, size_t first, uint32_t n, float* coords, cudaStream_t stream);
+
+// values: [n][channels] model outputs -> rgba: [n][4], with the GUI's mapping
+// (1: gray, 2: gray + alpha, 3: rgb + alpha 1, 4: as is).
+void launch_to_rgba(const float* values, uint32_t channels, uint32_t n, float* rgba, cudaStream_t stream);
+
 } // namespace fusedngp::gpu

@@ -16,6 +16,10 @@ struct AutomationOptions {
     uint64_t frames = 0;             // 0: run until the window closes
     std::string screenshot;          // written from the final frame when set
     std::vector<ScheduledChange> changes;
+    // 0: the worker trains freely beside the UI. N: lockstep, exactly N steps
+    // per frame while running (the loss curve of a scripted run then depends
+    // on the frame count only, not on how fast frames are drawn).
+    uint32_t steps_per_frame = 0;
 };
 
 class Automation {
@@ -27,6 +31,7 @@ public:
     void apply_due(uint64_t frame, TrainingSession& session) const;
     bool finished(uint64_t frames_drawn) const { return options_.frames > 0 && frames_drawn >= options_.frames; }
     const std::string& screenshot_path() const { return options_.screenshot; }
+    uint32_t steps_per_frame() const { return options_.steps_per_frame; }
 
     // One line per applied change, then the final loss and PSNR:
     //   change frame=120 key=network.n_neurons value=128 loss_before=0.0123 loss_after=0.0130

@@ -73,11 +73,11 @@ void training_controls(TrainingSession& session, UiState& ui, uint64_t frame) {
     ImGui::SliderInt("batch size", &log2_batch, 8, 20, "2^%d", ImGuiSliderFlags_AlwaysClamp);
     if (ImGui::IsItemDeactivatedAfterEdit()) apply(session, ui, "batch_size", 1 << log2_batch, frame);
 
-    float lr = (float)session.backend().learning_rate();
+    float lr = (float)session.learning_rate();
     ImGui::InputFloat("learning rate", &lr, 0, 0, "%.2e");
     if (ImGui::IsItemDeactivatedAfterEdit()) {
         if (lr > 0 && lr < 10) apply(session, ui, "optimizer.learning_rate", lr, frame);
-        else ui.error("learning rate must be in (0, 10); kept " + std::to_string(session.backend().learning_rate()));
+        else ui.error("learning rate must be in (0, 10); kept " + std::to_string(session.learning_rate()));
     }
     string_choice(session, ui, frame, "loss", "loss.otype",
                   {"L2", "L1", "RelativeL2", "RelativeL1", "MAPE", "SMAPE", "Huber"});

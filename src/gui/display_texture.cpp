@@ -12,12 +12,14 @@ constexpr std::size_t kBytesPerPixel = 4 * sizeof(float);
 }
 
 DisplayTexture::~DisplayTexture() {
+    release_cuda();
     if (pbo_) glDeleteBuffers(1, &pbo_);
     if (texture_) glDeleteTextures(1, &texture_);
 }
 
 void DisplayTexture::resize(int width, int height) {
     if (width == width_ && height == height_ && texture_) return;
+    release_cuda();  // the registration pins the old buffer storage
     width_ = width;
     height_ = height;
     if (!texture_) glGenTextures(1, &texture_);
@@ -59,9 +61,6 @@ void DisplayTexture::upload_rows(const float* rgba, int y0, int rows) {
     glTexSubImage2D(GL_TEXTURE_2D, 0, 0, y0, width_, rows, GL_RGBA, GL_FLOAT, reinterpret_cast<const void*>(offset));
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
 }
-
-void* DisplayTexture::map_for_cuda() { return nullptr; }  // GPU issue: cudaGraphicsMapResources
-void DisplayTexture::unmap() {}                           // GPU issue: cudaGraphicsUnmapResources
 
 void DisplayTexture::commit_pbo() {
     glBindBuffer(GL_PIXEL_UNPACK_BUFFER, pbo_);

@@ -11,9 +11,9 @@
 // cudaGraphicsResourceGetMappedPointer -> float4* of width*height), let the
 // render kernel write RGBA rows there, unmap() (cudaGraphicsUnmapResources),
 // then commit_pbo() copies PBO -> texture on the GPU with no host round trip.
-// Those two functions are stubs here and return nullptr / do nothing: this
-// file must stay free of CUDA so the CPU build has no CUDA dependency; the
-// GPU issue adds display_texture_cuda.cpp implementing them.
+// display_texture_cuda.cpp implements them (stubs returning nullptr / doing
+// nothing in a build without CUDA, or when registering fails, e.g. a GL
+// context on a GPU the CUDA device is not: the caller then renders on the host).
 // ---------------------------------------------------------------------------
 #pragma once
 
@@ -39,6 +39,7 @@ public:
     // CUDA interop seam (see above). Stubs in the CPU build.
     void* map_for_cuda();
     void unmap();
+    bool cuda_interop_failed() const { return interop_failed_; }
     void commit_pbo();  // PBO -> texture, GPU side
 
     unsigned texture() const { return texture_; }
@@ -50,6 +51,12 @@ private:
     unsigned pbo_ = 0;
     int width_ = 0, height_ = 0;
     bool nearest_ = false;
+
+    // The PBO's CUDA registration (a cudaGraphicsResource_t), made on first
+    // map and dropped whenever the PBO is reallocated.
+    void release_cuda();
+    void* cuda_resource_ = nullptr;
+    bool interop_failed_ = false;
 };
 
 } // namespace fusedngp

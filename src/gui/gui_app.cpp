@@ -18,10 +18,15 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 namespace fusedngp {
 
@@ -29,12 +34,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A frame every 33 ms keeps the UI at 30 fps on the CPU backend; training gets
-// ~70% of it, the progressive prediction render a slice, the UI the rest.
+// Training runs on the session's worker thread; a frame only renders a slice
+// of the prediction on the host path (the CPU backend): 8 ms of a 33 ms frame
+// keeps the UI above 30 fps while the worker steps on the other core.
 constexpr double kFrameMs = 33.3;
-constexpr double kTrainShare = 0.6;
 constexpr double kRenderShare = 0.12;
-constexpr double kPsnrEverySeconds = 2.0;
+// Wall time, not training time: the CUDA backend's steps are timed at enqueue
+// (microseconds), so training seconds barely advance there.
+constexpr double kPsnrEverySeconds = 1.0;
 
 double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
@@ -55,6 +62,7 @@ struct App {
     std::vector<std::string> dropped;
     uint64_t seen_generation = ~0ull;
     double psnr = 0, psnr_time = -1e9;
+    bool device_render_reported = false;
 
     App(GlWindow& w, TrainingSession& s) : window(w), session(s) {}
 };
@@ -163,11 +171,33 @@ void save_pending_screenshot(App& app, int fb_w, int fb_h) {
         app.ui.info("saved " + path);
 }
 
+// CUDA backend: a kernel writes the whole prediction into the PBO (interop);
+// CPU backend, or when interop is refused: host bands under a time budget.
+void render_prediction(App& app) {
+    if (app.renderer.render_on_device(app.session, app.prediction)) {
+        if (!app.device_render_reported) {
+            std::printf("render    CUDA-GL interop: prediction written by CUDA into the GL PBO\n");
+            std::fflush(stdout);
+            app.device_render_reported = true;
+        }
+        return;
+    }
+    app.renderer.advance(app.session, app.session.image().channels, app.prediction, kFrameMs * kRenderShare);
+}
+
 // Returns the number of frames drawn. The final frame stays in the back
 // buffer, unswapped, so a scripted screenshot reads exactly what was drawn.
 uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale) {
     uint64_t frame = 0;
-    auto last_frame = Clock::now();
+    const auto app_start = Clock::now();
+    auto last_frame = app_start;
+#ifdef _OPENMP
+    // The host render runs on this thread alone: a second OpenMP team here
+    // would spin against the worker's team for the same two cores.
+    omp_set_num_threads(1);
+#endif
+    app.session.set_lockstep(automation.steps_per_frame() > 0);
+    app.session.start_worker();
     bool vsync = app.ui.vsync;
     while (!app.window.should_close()) {
         app.window.poll_events();
@@ -175,11 +205,14 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         open_dropped(app);
         if (app.ui.vsync != vsync) app.window.set_vsync(vsync = app.ui.vsync);
 
-        if (app.session.running) app.session.train_for(kFrameMs * kTrainShare);
+        if (automation.steps_per_frame() > 0 && app.session.running) app.session.run_steps(automation.steps_per_frame());
+        app.session.poll();
+        if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
         update_model_views(app);
-        if (app.session.train_seconds() - app.psnr_time >= kPsnrEverySeconds) {
+        const double wall_seconds = ms_between(app_start, Clock::now()) * 1e-3;
+        if (wall_seconds - app.psnr_time >= kPsnrEverySeconds) {
             app.psnr = app.session.subsample_psnr();
-            app.psnr_time = app.session.train_seconds();
+            app.psnr_time = wall_seconds;
         }
 
         int fb_w = 0, fb_h = 0;
@@ -191,7 +224,7 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         handle_shortcuts(app.session, app.view, app.ui);
         handle_mouse(app, area);
         choose_render_resolution(app, area);
-        app.renderer.advance(app.session.backend(), app.session.image().channels, app.prediction, kFrameMs * kRenderShare);
+        render_prediction(app);
         draw_side_panel(app, frame, panel_width);
         draw_status_bar(app, area, scale);
 
@@ -208,6 +241,11 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         }
         app.window.swap_buffers();
 
+        if (app.ui.max_fps > 0) {
+            // Without vsync (scripted runs, Xvfb) a frame cap leaves the rest of the CPU to training.
+            const double min_ms = 1000.0 / app.ui.max_fps, spent = ms_between(last_frame, Clock::now());
+            if (spent < min_ms) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(min_ms - spent));
+        }
         auto now = Clock::now();
         const double ms = ms_between(last_frame, now);
         last_frame = now;
@@ -253,7 +291,7 @@ int run_gui(const GuiOptions& o) {
 
     std::unique_ptr<GlWindow> window;
     try {
-        window = std::make_unique<GlWindow>("fusedngp", 1600, 900, /*vsync=*/o.automation.frames == 0);
+        window = std::make_unique<GlWindow>("fusedngp", o.window_width, o.window_height, /*vsync=*/o.automation.frames == 0);
     } catch (const std::runtime_error& e) {
         throw InputError(std::string(e.what()) + " (is $DISPLAY set? use `fusedngp train` for headless runs)");
     }
@@ -264,11 +302,20 @@ int run_gui(const GuiOptions& o) {
     ImGuiLayer layer(*window, scale);
     App app(*window, session);
     app.ui.vsync = o.automation.frames == 0;
+    app.ui.max_fps = o.max_fps;
     window->on_drop([&app](const std::vector<std::string>& paths) {
         app.dropped.insert(app.dropped.end(), paths.begin(), paths.end());
     });
     Automation automation(o.automation);
+    const auto loop_start = Clock::now();
     uint64_t frames = run_loop(app, layer, automation, scale);
+    const double seconds = ms_between(loop_start, Clock::now()) * 1e-3;
+    session.stop_worker();
+    session.poll();
+    std::printf("fps       %.1f mean over %llu frames in %.2f s (%llu training steps on a worker thread)\n",
+                seconds > 0 ? (double)frames / seconds : 0.0, (unsigned long long)frames, seconds,
+                (unsigned long long)session.step());
+    std::fflush(stdout);
     if (app.ui.autosave_on_exit) {
         run_reporting_errors(app.ui, "autosave", [&] { session.save_snapshot(app.ui.autosave_path); });
         std::printf("%s\n", app.ui.message_is_error ? app.ui.message.c_str() : ("autosaved " + app.ui.autosave_path).c_str());

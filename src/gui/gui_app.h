@@ -15,6 +15,8 @@ struct GuiOptions {
     std::string config;   // empty: configs/image.json (embedded)
     uint32_t batch_size = 1 << 14;
     uint64_t seed = 1337;
+    int window_width = 1600, window_height = 900;  // initial window size (screen pixels)
+    double max_fps = 60;                           // frame cap; 0: as fast as the loop goes
     AutomationOptions automation;
 };
 

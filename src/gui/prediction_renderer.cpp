@@ -1,5 +1,7 @@
 #include "gui/prediction_renderer.h"
 
+#include "gui/training_session.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -29,7 +31,7 @@ void PredictionRenderer::set_resolution(int width, int height) {
     next_row_ = 0;
 }
 
-void PredictionRenderer::advance(Backend& backend, int channels, DisplayTexture& target, double budget_ms) {
+void PredictionRenderer::advance(TrainingSession& session, int channels, DisplayTexture& target, double budget_ms) {
     target.resize(width_, height_);
     const int band_rows = std::max(1, kBandPixels / width_);
     auto start = std::chrono::steady_clock::now();
@@ -41,7 +43,7 @@ void PredictionRenderer::advance(Backend& backend, int channels, DisplayTexture&
             coords_(k, 0) = ((float)(k % width_) + 0.5f) / (float)width_;
             coords_(k, 1) = ((float)(next_row_ + k / width_) + 0.5f) / (float)height_;
         }
-        backend.inference(coords_, values_);
+        session.display_inference(coords_, values_);
         rgba_.resize((size_t)count * 4);
         to_rgba(values_.data(), channels, (size_t)count, rgba_.data());
         target.upload_rows(rgba_.data(), next_row_, rows);
@@ -51,6 +53,24 @@ void PredictionRenderer::advance(Backend& backend, int channels, DisplayTexture&
             ++passes_;
         }
     } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < budget_ms);
+}
+
+bool PredictionRenderer::render_on_device(TrainingSession& session, DisplayTexture& target) {
+    if (!session.renders_on_device()) return false;
+    target.resize(width_, height_);
+    float* rgba = static_cast<float*>(target.map_for_cuda());
+    if (!rgba) return false;
+    try {
+        session.render_to_device(rgba, width_, height_);
+    } catch (...) {
+        target.unmap();
+        throw;
+    }
+    target.unmap();
+    target.commit_pbo();
+    next_row_ = 0;
+    ++passes_;
+    return true;
 }
 
 } // namespace fusedngp

@@ -10,6 +10,8 @@
 
 namespace fusedngp {
 
+class TrainingSession;
+
 // Interleaves 1-4 channel pixels into RGBA (gray -> rgb, gray+alpha, rgb + 1).
 void to_rgba(const float* pixels, int channels, size_t count, float* rgba);
 
@@ -20,8 +22,13 @@ public:
     int width() const { return width_; }
     int height() const { return height_; }
 
-    // Renders rows until `budget_ms` is used (at least one band) and uploads them.
-    void advance(Backend& backend, int channels, DisplayTexture& target, double budget_ms);
+    // Host path (CPU backend): renders rows through the session's display
+    // inference until `budget_ms` is used (at least one band) and uploads them.
+    void advance(TrainingSession& session, int channels, DisplayTexture& target, double budget_ms);
+    // CUDA–GL interop path: the whole image in one go, rendered by a CUDA
+    // kernel into the texture's mapped PBO, never through host memory.
+    // False (nothing drawn) when the session or the PBO cannot do that.
+    bool render_on_device(TrainingSession& session, DisplayTexture& target);
     // Completed full passes (a pass = every row once).
     uint64_t passes() const { return passes_; }
     void restart() { next_row_ = 0; }

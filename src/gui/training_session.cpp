@@ -5,8 +5,19 @@
 #include "persist/snapshot.h"
 #include "persist/weights.h"
 
+#ifdef FUSEDNGP_HAVE_CUDA
+#include "engine/cuda_backend.h"
+#endif
+
 #include <chrono>
 #include <cmath>
+#include <utility>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace fusedngp {
 
@@ -18,6 +29,17 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 constexpr size_t kLossHistory = 2000;
 constexpr int kPsnrSamples = 1 << 14;
+// How often the worker copies the parameters for the display: often enough
+// that the picture follows training, rarely enough that copying a 12M-float
+// hash table stays a small share of a CPU step.
+constexpr double kPublishMs = 150.0;
+// An idle worker re-checks for work this often (a started step wakes it at once).
+constexpr auto kIdlePoll = std::chrono::milliseconds(5);
+constexpr int kWorkerNice = 5;
+
+double now_ms() {
+    return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
+}
 
 } // namespace
 
@@ -31,7 +53,70 @@ TrainingSession::TrainingSession(Image image, const json& config, std::string ba
 }
 
 TrainingSession::~TrainingSession() {
+    stop_worker();
     backend_.reset();  // before the data it refers to
+}
+
+void TrainingSession::start_worker() {
+    if (worker_.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(step_mutex_);
+        stop_ = false;
+        threaded_ = true;
+    }
+    worker_ = std::thread([this] { worker_loop(); });
+}
+
+void TrainingSession::stop_worker() {
+    if (!worker_.joinable()) return;
+    {
+        auto lock = hold_worker();
+        stop_ = true;
+    }
+    worker_wake_.notify_all();
+    worker_.join();
+    threaded_ = false;
+}
+
+void TrainingSession::worker_loop() {
+#ifdef __linux__
+    // Nicer than the UI thread (Linux nice is per thread, and the OpenMP team
+    // this thread starts inherits it): a frame preempts training, not the
+    // other way round, so the UI keeps its rate on a busy CPU.
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), kWorkerNice);
+#endif
+    std::unique_lock<std::mutex> lock(step_mutex_);
+    auto has_work = [&] { return pause_requests_ == 0 && (requested_steps_ > 0 || (running && !lockstep_)); };
+    while (!stop_) {
+        // Waiting releases the lock: this is where a paused UI thread gets in.
+        worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || has_work(); });
+        if (stop_ || !has_work()) continue;
+        if (requested_steps_ > 0) --requested_steps_;
+        try {
+            run_step();
+        } catch (const std::exception& e) {
+            // A failing step (e.g. out of GPU memory after a batch change) pauses
+            // training and reaches the UI instead of ending the program.
+            running = false;
+            requested_steps_ = 0;
+            std::lock_guard<std::mutex> results_lock(results_mutex_);
+            worker_error_ = std::string("training step failed: ") + e.what();
+        }
+        ++worker_steps_;  // also for a failed one: run_steps() must not wait forever
+    }
+}
+
+std::unique_lock<std::mutex> TrainingSession::hold_worker() const {
+    ++pause_requests_;  // the worker starts no new step while this is set
+    std::unique_lock<std::mutex> lock(step_mutex_);
+    --pause_requests_;  // holding the lock is enough from here on
+    return lock;
+}
+
+std::unique_lock<std::mutex> TrainingSession::pause_worker() {
+    auto lock = hold_worker();
+    poll();
+    return lock;
 }
 
 void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend,
@@ -41,16 +126,56 @@ void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique
     backend_ = std::move(backend);
     config_ = config;
     flops_per_sample_ = mlp_forward_flops_per_sample(backend_->named_tensors());
+    learning_rate_ = backend_->learning_rate();
     stats_.reset();
     ++generation_;
+    if (!renders_on_device()) {
+        display_model_ = std::make_unique<Model<float>>(2, (uint32_t)data_->n_output_dims(), config_, 0);
+        publish_display_params();
+    }
+}
+
+void TrainingSession::publish_display_params() {
+    std::vector<float> params = backend_->inference_params();
+    std::lock_guard<std::mutex> lock(display_mutex_);
+    published_params_ = std::move(params);
+    ++published_version_;
+    last_publish_ms_ = now_ms();
 }
 
 void TrainingSession::run_step() {
     auto start = Clock::now();
-    float loss = backend_->train_step(batch_size_);
-    double ms = ms_since(start);
-    stats_.record(ms, backend_->last_timings(), batch_size_);
-    train_seconds_ += ms * 1e-3;
+    const uint32_t batch = batch_size_;
+    float loss = backend_->train_step(batch);
+    StepResult result{loss, ms_since(start), backend_->last_timings(), batch};
+    if (threaded_) {
+        if (!renders_on_device() && now_ms() - last_publish_ms_ >= kPublishMs) publish_display_params();
+        std::lock_guard<std::mutex> lock(results_mutex_);
+        results_.push_back(result);
+    } else {
+        record(result);
+        if (!renders_on_device()) publish_display_params();
+    }
+}
+
+std::string TrainingSession::take_worker_error() {
+    std::lock_guard<std::mutex> lock(results_mutex_);
+    return std::exchange(worker_error_, std::string());
+}
+
+void TrainingSession::poll() {
+    std::vector<StepResult> finished;
+    {
+        std::lock_guard<std::mutex> lock(results_mutex_);
+        finished.swap(results_);
+    }
+    for (const StepResult& r : finished) record(r);
+}
+
+void TrainingSession::record(const StepResult& step) {
+    const float loss = step.loss;
+    stats_.record(step.ms, step.timings, step.batch_size);
+    train_seconds_ += step.ms * 1e-3;
     ++total_steps_;
     last_loss_ = loss;
     if (std::isnan(first_loss_)) first_loss_ = loss;
@@ -67,9 +192,60 @@ void TrainingSession::train_for(double budget_ms) {
     } while (ms_since(start) + stats_.step_ms() < budget_ms);
 }
 
-void TrainingSession::single_step() { run_step(); }
+void TrainingSession::single_step() {
+    if (!threaded_) {
+        run_step();
+        return;
+    }
+    ++requested_steps_;
+    worker_wake_.notify_all();
+}
+
+void TrainingSession::run_steps(uint32_t n) {
+    if (!threaded_) {
+        for (uint32_t i = 0; i < n; ++i) run_step();
+        return;
+    }
+    const uint64_t target = worker_steps_ + n;
+    requested_steps_ += (int)n;
+    worker_wake_.notify_all();
+    while (worker_steps_ < target) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+void TrainingSession::display_inference(const Matrix<float>& inputs, Matrix<float>& outputs) {
+    if (renders_on_device() || !display_model_) {
+        auto lock = pause_worker();
+        backend_->inference(inputs, outputs);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(display_mutex_);
+        if (published_version_ != display_version_) {
+            display_params_.swap(published_params_);
+            display_version_ = published_version_;
+        }
+    }
+    display_model_->inference(inputs, outputs, display_params_.data());
+}
+
+bool TrainingSession::renders_on_device() const {
+#ifdef FUSEDNGP_HAVE_CUDA
+    return dynamic_cast<const CudaBackend*>(backend_.get()) != nullptr;
+#else
+    return false;
+#endif
+}
+
+void TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_unused]] int width,
+                                       [[maybe_unused]] int height) {
+#ifdef FUSEDNGP_HAVE_CUDA
+    auto lock = pause_worker();
+    if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+#endif
+}
 
 void TrainingSession::reset() {
+    auto lock = pause_worker();
     rebuild(config_, false);
     loss_history_.clear();
     first_loss_ = std::numeric_limits<float>::quiet_NaN();
@@ -96,6 +272,11 @@ void TrainingSession::rebuild(const json& new_config, bool carry) {
 }
 
 void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
+    auto lock = pause_worker();
+    apply_paused(change, frame);
+}
+
+void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
     ChangeRecord record{frame, change.key, value_text(change.value), last_loss_};
     switch (change_effect(change.key)) {
     case ChangeEffect::BatchSize: {
@@ -110,6 +291,7 @@ void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
             throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + change.value.dump());
         }
         backend_->set_learning_rate(change.value.get<double>());
+        learning_rate_ = backend_->learning_rate();
         apply_config_change(config_, change);
         break;
     }
@@ -134,7 +316,8 @@ void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
 void TrainingSession::set_batch_size(uint32_t batch_size) { batch_size_ = std::max<uint32_t>(1, batch_size); }
 
 void TrainingSession::load_image(const std::string& path) {
-    Image image = fusedngp::load_image(path);
+    Image image = fusedngp::load_image(path);  // before pausing: a slow read keeps training
+    auto lock = pause_worker();
     auto data = std::make_unique<ImageTrainingData>(std::move(image));
     if ((int)data->n_output_dims() == data_->image().channels) {
         // Same model shape: keep training the current weights on the new image.
@@ -149,6 +332,7 @@ void TrainingSession::load_image(const std::string& path) {
 }
 
 void TrainingSession::save_snapshot(const std::string& path) const {
+    auto lock = hold_worker();  // the worker waits: a consistent state
     const Image& img = image();
     Snapshot snap{config_, "image", img.path, 2, (uint32_t)img.channels, image_mode_info(img),
                   backend_->name(), backend_->save_state()};
@@ -157,6 +341,7 @@ void TrainingSession::save_snapshot(const std::string& path) const {
 
 void TrainingSession::load_snapshot(const std::string& path) {
     Snapshot snap = fusedngp::load_snapshot(path);
+    auto lock = pause_worker();
     if (snap.mode != "image") throw InputError(path + ": snapshot is for mode \"" + snap.mode + "\", not image");
     std::unique_ptr<ImageTrainingData> data;
     if ((int)snap.n_output_dims != image().channels || snap.n_input_dims != 2) {
@@ -175,6 +360,7 @@ void TrainingSession::load_snapshot(const std::string& path) {
 }
 
 void TrainingSession::export_weights(const std::string& path) const {
+    auto lock = hold_worker();
     const Image& img = image();
     ModelDescription desc{config_, "image", 2, (uint32_t)img.channels, image_mode_info(img)};
     // Only for its layout and names; the values are the backend's.
@@ -198,12 +384,13 @@ double TrainingSession::subsample_psnr() {
             for (int c = 0; c < img.channels; ++c) psnr_targets_(k, c) = img.at(x, y, c);
         }
     }
-    backend_->inference(psnr_coords_, psnr_outputs_);
+    display_inference(psnr_coords_, psnr_outputs_);
     double mse = (psnr_outputs_ - psnr_targets_).squaredNorm() / (double)psnr_targets_.size();
     return mse > 0 ? -10.0 * std::log10(mse) : 99.0;
 }
 
 double TrainingSession::full_psnr() {
+    auto lock = pause_worker();
     InferenceFn infer = [&](const Matrix<float>& in, Matrix<float>& out) { backend_->inference(in, out); };
     return evaluate_image(infer, image(), false).psnr;
 }

@@ -10,9 +10,13 @@
 #include "model/param_transfer.h"
 #include "modes/image_mode.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fusedngp {
@@ -32,9 +36,41 @@ public:
     TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size, uint64_t seed);
     ~TrainingSession();
 
-    // Runs steps until `budget_ms` of wall time is used (at least one).
+    // ---- training on a worker thread ----
+    // After start_worker(), steps run on a worker thread while `running` (or
+    // when single_step() asks for one); the UI thread never steps. Every
+    // method that touches the backend pauses the worker for its duration
+    // (the step in flight finishes first), so a change applies between two
+    // steps, in exactly the frame that asked for it.
+    void start_worker();
+    void stop_worker();  // waits for the step in flight; poll() afterwards
+    // UI thread, once per frame: folds the steps finished since the last
+    // call into the loss history, stats and change records.
+    void poll();
+    // The message of a step that threw on the worker (training is then
+    // paused), once; empty when none.
+    std::string take_worker_error();
+
+    // Without a worker: runs steps until `budget_ms` of wall time is used (at least one).
     void train_for(double budget_ms);
+    // One step: asked of the worker when there is one, else run here.
     void single_step();
+    // Lockstep (scripted runs): from now on the worker steps only when asked;
+    // run_steps(n) asks for n and waits until they are done.
+    void set_lockstep(bool lockstep) { lockstep_ = lockstep; }
+    void run_steps(uint32_t n);
+
+    // Display inference that never waits for a CPU step: it runs a copy of
+    // the model on a parameter snapshot the worker publishes (every
+    // kPublishMs at most), so the picture lags training by a step or two.
+    // On CUDA it runs on the device between two (asynchronous) steps.
+    void display_inference(const Matrix<float>& inputs, Matrix<float>& outputs);
+    // CUDA–GL interop: true when the backend renders straight into device
+    // memory (render_to_device), false on the CPU backend.
+    bool renders_on_device() const;
+    // The model at every pixel centre of width x height, RGBA float4 per
+    // pixel into device memory (a mapped PBO). Only when renders_on_device().
+    void render_to_device(float* d_rgba, int width, int height);
     // A fresh model with the current config.
     void reset();
 
@@ -43,6 +79,7 @@ public:
     void apply(const ConfigChange& change, uint64_t frame);
     void set_batch_size(uint32_t batch_size);
     uint32_t batch_size() const { return batch_size_; }
+    double learning_rate() const { return learning_rate_; }
 
     // New training data (drag and drop / open). The model restarts when the
     // channel count differs, else it keeps training on the new image.
@@ -53,10 +90,10 @@ public:
 
     // PSNR on a fixed subsample of pixel centres (cheap, for the live readout)
     // and over the full image (for the final report).
-    double subsample_psnr();
+    double subsample_psnr();  // through display_inference
     double full_psnr();
 
-    bool running = true;
+    std::atomic<bool> running{true};
     bool carry_weights = true;
     NewInputs new_inputs = NewInputs::Zero;
 
@@ -78,13 +115,30 @@ public:
     uint64_t generation() const { return generation_; }
 
 private:
-    void run_step();
+    // What one step leaves for poll().
+    struct StepResult {
+        float loss;
+        double ms;
+        StepTimings timings;
+        uint32_t batch_size;
+    };
+
+    void run_step();                     // steps now, on this thread (under the step lock when there is a worker)
+    void record(const StepResult& step); // UI thread
+    void worker_loop();
+    void publish_display_params();       // with the step lock held
+    // Stops the worker from starting another step until the lock is released,
+    // then folds in what it finished.
+    std::unique_lock<std::mutex> pause_worker();
+    std::unique_lock<std::mutex> hold_worker() const;  // the same without folding in (const users)
+    void apply_paused(const ConfigChange& change, uint64_t frame);
     void rebuild(const json& new_config, bool carry);
     void adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend, const json& config);
 
     std::string backend_name_;
     uint64_t seed_;
-    uint32_t batch_size_;
+    std::atomic<uint32_t> batch_size_;
+    double learning_rate_ = 0;
     json config_;
     std::unique_ptr<ImageTrainingData> data_;
     std::unique_ptr<Backend> backend_;  // declared after data_: it refers to it
@@ -99,6 +153,27 @@ private:
     bool awaiting_loss_after_ = false;
     uint64_t generation_ = 0;
     Matrix<float> psnr_coords_, psnr_targets_, psnr_outputs_;
+
+    // Worker thread and its handoff. Lock order: step_mutex_ before the others.
+    std::thread worker_;
+    mutable std::mutex step_mutex_;       // held by the worker for a step, by the UI for a change
+    std::condition_variable worker_wake_;
+    mutable std::atomic<int> pause_requests_{0};  // UI threads waiting for step_mutex_
+    std::atomic<int> requested_steps_{0}; // single steps asked for (while paused, or in lockstep)
+    std::atomic<bool> lockstep_{false};
+    std::atomic<uint64_t> worker_steps_{0};  // steps the worker finished
+    bool stop_ = false;                   // under step_mutex_
+    bool threaded_ = false;               // a worker runs; set under step_mutex_ before it starts
+    std::mutex results_mutex_;
+    std::vector<StepResult> results_;     // finished steps not yet polled
+    std::string worker_error_;            // under results_mutex_
+
+    // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
+    std::unique_ptr<Model<float>> display_model_;  // layout only; params come from the snapshot
+    std::mutex display_mutex_;
+    std::vector<float> display_params_, published_params_;
+    uint64_t published_version_ = 0, display_version_ = 0;
+    double last_publish_ms_ = 0;
 };
 
 } // namespace fusedngp

@@ -21,6 +21,7 @@ struct UiState {
     bool autosave_on_exit = false;
     std::string autosave_path = "fusedngp_autosave.fusedngp";
     bool vsync = true;
+    double max_fps = 60;  // frame cap (sleeps); 0: uncapped
 
     // A file prompt opened from a button or shortcut.
     FileAction prompt = FileAction::None;
