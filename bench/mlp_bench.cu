@@ -10,7 +10,8 @@
 // and the full training step (forward + backward with dL/dW and dL/dinput).
 // Widths the fused kernel lacks (e.g. --widths 48,512) get the CublasMlp
 // rows only. CUDA events, median of timed
-// repetitions after warm-up, inputs rotated among 4 buffers. Prints a table
+// repetitions after warm-up, inputs rotated among 4 buffers (timing helpers
+// shared with `fusedngp bench mlp`: src/gpu/mlp_timing.h). Prints a table
 // and writes CSV.
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
@@ -18,6 +19,7 @@
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
+#include "gpu/mlp_timing.h"
 
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -81,49 +83,6 @@ Options parse(int argc, char** argv) {
     return o;
 }
 
-// Median milliseconds of `reps` runs of f(i) after 3 warm-up runs.
-double time_median_ms(int reps, const std::function<void(int)>& f) {
-    for (int i = 0; i < 3; ++i) f(i);
-    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<cudaEvent_t> ev(2 * reps);
-    for (auto& e : ev) FUSEDNGP_CUDA_CHECK(cudaEventCreate(&e));
-    for (int i = 0; i < reps; ++i) {
-        FUSEDNGP_CUDA_CHECK(cudaEventRecord(ev[2 * i]));
-        f(i);
-        FUSEDNGP_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1]));
-    }
-    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-    FUSEDNGP_CUDA_CHECK(cudaGetLastError());
-    std::vector<double> ms(reps);
-    for (int i = 0; i < reps; ++i) {
-        float t = 0;
-        FUSEDNGP_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
-        ms[i] = t;
-    }
-    for (auto& e : ev) cudaEventDestroy(e);
-    std::sort(ms.begin(), ms.end());
-    return ms[reps / 2];
-}
-
-std::vector<float> random_floats(size_t n, float scale, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = u(rng);
-    return v;
-}
-
-DeviceMemory upload(const std::vector<float>& h) {
-    DeviceMemory d(h.size() * sizeof(float));
-    FUSEDNGP_CUDA_CHECK(cudaMemcpy(d.as<float>(), h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-    return d;
-}
-
-// Multiply-adds of one forward pass per sample.
-double macs_per_sample(uint32_t n_in, uint32_t w, uint32_t depth, uint32_t n_out) {
-    return (double)n_in * w + (double)(depth - 1) * w * w + (double)w * n_out;
-}
-
 struct Row {
     std::string variant;
     uint32_t width = 0;
@@ -132,7 +91,8 @@ struct Row {
     std::string plan;
 };
 
-constexpr int kRotations = 4;
+constexpr int kRotations = kDefaultRotations;
+constexpr int kWarmup = 3;
 
 // GEMM-only time of an unfused fp16 cuBLAS training step (or inference).
 double cublas_gemm_ms(cublasHandle_t h, uint32_t batch, uint32_t n_in, uint32_t w, uint32_t depth, uint32_t n_out,
@@ -174,14 +134,14 @@ double cublas_gemm_ms(cublasHandle_t h, uint32_t batch, uint32_t n_in, uint32_t 
                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
     };
-    return time_median_ms(reps, step);
+    return time_median_ms(kWarmup, reps, step);
 }
 
 void measure_ceilings() {
     const size_t bytes = (size_t)1 << 31;
     DeviceMemory a(bytes), b(bytes);
     FUSEDNGP_CUDA_CHECK(cudaMemset(a.as<void>(), 1, bytes));
-    const double ms = time_median_ms(10, [&](int) {
+    const double ms = time_median_ms(kWarmup, 10, [&](int) {
         FUSEDNGP_CUDA_CHECK(cudaMemcpyAsync(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice));
     });
     std::printf("ceiling: device-to-device copy %.2f TB/s (read + write)\n", 2.0 * bytes / (ms * 1e-3) / 1e12);
@@ -196,7 +156,7 @@ void measure_ceilings() {
     FUSEDNGP_CUDA_CHECK(cudaMemcpy(x.as<void>(), hh.data(), hh.size() * 2, cudaMemcpyHostToDevice));
     FUSEDNGP_CUDA_CHECK(cudaMemcpy(y.as<void>(), hh.data(), hh.size() * 2, cudaMemcpyHostToDevice));
     const float one = 1.f, zero = 0.f;
-    const double gms = time_median_ms(10, [&](int) {
+    const double gms = time_median_ms(kWarmup, 10, [&](int) {
         CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, x.as<void>(), CUDA_R_16F, n,
                                   y.as<void>(), CUDA_R_16F, n, &zero, z.as<void>(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
                                   CUBLAS_GEMM_DEFAULT));
@@ -247,7 +207,7 @@ int main(int argc, char** argv) {
 
     std::vector<Row> rows;
     for (uint32_t w : opt.widths) {
-        const double macs = macs_per_sample(opt.n_in, w, opt.depth, opt.n_out);
+        const double macs = mlp_macs_per_sample(opt.n_in, w, opt.depth, opt.n_out);
         const double fwd_flop = 2 * macs * B, train_flop = 6 * macs * B;
         const bool fused_runs = fused_unsupported_reason({opt.n_in, opt.n_out, w, opt.depth}).empty();
         for (const Variant& v : variants) {
@@ -259,25 +219,25 @@ int main(int argc, char** argv) {
             auto add = [&](const std::string& pass, double ms, double flop) {
                 rows.push_back({v.name, w, pass, ms, B / (ms * 1e-3), flop / (ms * 1e-3) / 1e12, mlp.describe()});
             };
-            add("inference", time_median_ms(opt.reps, [&](int i) {
+            add("inference", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
                 }), fwd_flop);
-            add("train fwd+bwd", time_median_ms(opt.reps, [&](int i) {
+            add("train fwd+bwd", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     const float* in = inputs[i % kRotations].as<float>();
                     mlp.forward(in, out.as<float>(), B, nullptr);
                     mlp.backward(in, douts[i % kRotations].as<float>(), din.as<float>(), dw.as<float>(), B, nullptr);
                 }), train_flop);
-            add("train fused L2", time_median_ms(opt.reps, [&](int i) {
+            add("train fused L2", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     mlp.train_step(inputs[i % kRotations].as<float>(), target.as<float>(), LossKind::L2, out.as<float>(),
                                    din.as<float>(), dw.as<float>(), B, nullptr);
                 }), train_flop);
-            add("backward only", time_median_ms(opt.reps, [&](int i) {
+            add("backward only", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     mlp.backward(inputs[i % kRotations].as<float>(), douts[i % kRotations].as<float>(), din.as<float>(),
                                  dw.as<float>(), B, nullptr);
                 }), train_flop);
             // Without d_dweights the reduce kernel does not run: the
             // difference to "backward only" is its cost.
-            add("backward no dW", time_median_ms(opt.reps, [&](int i) {
+            add("backward no dW", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     mlp.backward(inputs[i % kRotations].as<float>(), douts[i % kRotations].as<float>(), din.as<float>(),
                                  nullptr, B, nullptr);
                 }), train_flop);
@@ -291,10 +251,10 @@ int main(int argc, char** argv) {
             auto add = [&](const std::string& pass, double ms, double flop) {
                 rows.push_back({"CublasMLP", w, pass, ms, B / (ms * 1e-3), flop / (ms * 1e-3) / 1e12, mlp.describe()});
             };
-            add("inference", time_median_ms(opt.reps, [&](int i) {
+            add("inference", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
                 }), fwd_flop);
-            add("train fwd+bwd", time_median_ms(opt.reps, [&](int i) {
+            add("train fwd+bwd", time_median_ms(kWarmup, opt.reps, [&](int i) {
                     const float* in = inputs[i % kRotations].as<float>();
                     mlp.forward(in, out.as<float>(), B, nullptr);
                     mlp.backward(in, douts[i % kRotations].as<float>(), din.as<float>(), dw.as<float>(), B, nullptr);

@@ -11,6 +11,7 @@ void add_train_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_gui_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Built with the desktop app and a display ($DISPLAY or $WAYLAND_DISPLAY) present?
 bool gui_available();

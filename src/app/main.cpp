@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     fusedngp::add_export_command(app);
     fusedngp::add_info_command(app);
     fusedngp::add_gui_command(app);
+    fusedngp::add_bench_command(app);
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) return fusedngp::run_default();

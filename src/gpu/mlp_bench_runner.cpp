@@ -1,0 +1,68 @@
+#include "gpu/mlp_bench_runner.h"
+
+#include "gpu/cublas_mlp.h"
+#include "gpu/fused_mlp.h"
+#include "gpu/gpu_mlp_factory.h"
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+namespace fusedngp::gpu {
+
+namespace {
+
+GpuMlpConfig network_config(const MlpBenchSettings& s, const MlpBenchCase& c) {
+    return {s.n_in, s.n_out, c.width, c.depth, Activation::ReLU, Activation::None};
+}
+
+// Weights ~ U(-1/sqrt(W), 1/sqrt(W)) keep activations O(1) through the layers.
+void set_random_params(GpuMlp& mlp, uint32_t width) {
+    mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)width), 5).data());
+}
+
+} // namespace
+
+MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_batch)
+    : settings_(settings),
+      max_batch_(max_batch),
+      inputs_(kDefaultRotations, (size_t)max_batch * settings.n_in, 1.f, 10),
+      targets_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1.f, 20),
+      // Small, like a mean-reduced loss gradient over a large batch.
+      douts_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1e-6f, 30),
+      out_((size_t)max_batch * settings.n_out * sizeof(float)) {}
+
+std::string MlpBenchRunner::unsupported_reason(const MlpBenchCase& c) const {
+    if (c.kernel == "fused") return fused_unsupported_reason(network_config(settings_, c));
+    if (c.kernel == "cublas") return "";
+    return "unknown kernel '" + c.kernel + "'";
+}
+
+double MlpBenchRunner::median_ms(const MlpBenchCase& c) {
+    if (c.batch > max_batch_) throw std::invalid_argument("batch exceeds the runner's max_batch");
+    const GpuMlpConfig config = network_config(settings_, c);
+    const bool fused = c.kernel == "fused";
+    std::unique_ptr<GpuMlp> mlp = create_gpu_mlp(config, fused ? MlpKernel::FullyFused : MlpKernel::Cublas, c.batch);
+    set_random_params(*mlp, c.width);
+    DeviceMemory dweights(mlp->n_params() * sizeof(float));
+    float* out = out_.as<float>();
+    float* dw = dweights.as<float>();
+    const uint32_t batch = c.batch;
+    const int warmup = settings_.warmup, iters = settings_.iters;
+
+    if (c.pass == "inference")
+        return time_median_ms(warmup, iters, [&](int i) { mlp->inference(inputs_.at(i), out, batch, nullptr); });
+    if (c.pass != "train") throw std::invalid_argument("unknown pass '" + c.pass + "'");
+    if (fused) {
+        auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
+        return time_median_ms(warmup, iters, [&](int i) {
+            fused_mlp->train_step(inputs_.at(i), targets_.at(i), LossKind::L2, nullptr, nullptr, dw, batch, nullptr);
+        });
+    }
+    return time_median_ms(warmup, iters, [&](int i) {
+        mlp->forward(inputs_.at(i), out, batch, nullptr);
+        mlp->backward(inputs_.at(i), douts_.at(i), nullptr, dw, batch, nullptr);
+    });
+}
+
+} // namespace fusedngp::gpu

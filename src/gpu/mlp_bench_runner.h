@@ -1,0 +1,52 @@
+// The GPU side of `fusedngp bench mlp`: times one (kernel, pass, width,
+// depth, batch) case of the benchmark MLP n_in -> W x depth -> n_out (no
+// bias, ReLU, fp16 operands with fp32 accumulation, fp32 data in and out).
+//
+// What a case times (CUDA events, median of `iters` after `warmup` calls,
+// inputs rotated over kDefaultRotations buffers, see mlp_timing.h):
+//   inference, any kernel: inference(in -> out).
+//   train, fused:  FusedMlp::train_step with the L2 loss: forward, loss
+//                  gradient, backward and the weight gradients dL/dW in one
+//                  fused launch sequence; no dL/dinput, no optimizer.
+//   train, cublas: CublasMlp forward + backward with dL/dW (no dL/dinput,
+//                  no optimizer). dL/dout comes from a precomputed buffer:
+//                  the elementwise loss-gradient kernel is not counted.
+#pragma once
+
+#include "gpu/mlp_timing.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fusedngp::gpu {
+
+struct MlpBenchCase {
+    std::string kernel;  // "fused" or "cublas"
+    std::string pass;    // "inference" or "train"
+    uint32_t width = 0, depth = 0, batch = 0;
+};
+
+struct MlpBenchSettings {
+    uint32_t n_in = 32, n_out = 16;
+    int warmup = 5, iters = 20;
+};
+
+class MlpBenchRunner {
+public:
+    // Allocates the rotated inputs, targets and dL/dout for batches up to
+    // max_batch (the largest planned batch).
+    MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_batch);
+
+    // Empty when the case can run, else why not (one line).
+    std::string unsupported_reason(const MlpBenchCase& c) const;
+    // Median milliseconds of one call (see the file comment for what a call is).
+    double median_ms(const MlpBenchCase& c);
+
+private:
+    MlpBenchSettings settings_;
+    uint32_t max_batch_;
+    RotatedBuffers inputs_, targets_, douts_;
+    DeviceMemory out_;
+};
+
+} // namespace fusedngp::gpu

@@ -1,0 +1,128 @@
+// `fusedngp bench mlp` without a GPU: option parsing, the planned rows of
+// --dry-run and the CSV/JSON schema that bench/torch_mlp.py shares. No GPU
+// numbers are involved (dry-run rows have empty measurements).
+#include "cli_runner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace fusedngp::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kExpectedHeader =
+    "kernel,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,gpu,sm_count,"
+    "sm_clock_mhz,mem_clock_mhz,driver,commit";
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> parts;
+    std::stringstream ss(s);
+    std::string part;
+    while (std::getline(ss, part, sep)) parts.push_back(part);
+    if (!s.empty() && s.back() == sep) parts.push_back("");
+    return parts;
+}
+
+class BenchCli : public ::testing::Test {
+protected:
+    void SetUp() override { dir = make_temp_dir("bench"); }
+    void TearDown() override { fs::remove_all(dir); }
+    fs::path dir;
+};
+
+} // namespace
+
+TEST_F(BenchCli, DryRunCsvHasTheSharedSchemaAndOneRowPerPlannedCase) {
+    const fs::path csv = dir / "plan.csv";
+    CliResult r = run_cli("bench mlp --dry-run --widths 16,64 --depths 2 --batches 2^10,4096 --warmup 2 --iters 7 --csv " +
+                          csv.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> lines = split(read_text(csv.string()), '\n');
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back(), "");  // the file ends with a newline
+    lines.pop_back();
+    EXPECT_EQ(lines[0], kExpectedHeader);
+    const size_t n_columns = split(kExpectedHeader, ',').size();
+    // 2 widths x 1 depth x 2 batches x 2 kernels x 2 passes.
+    ASSERT_EQ(lines.size(), 1u + 16u);
+    for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split(lines[i], ',').size(), n_columns) << lines[i];
+
+    // Order: width, batch, kernel, pass (innermost).
+    const auto first = split(lines[1], ',');
+    EXPECT_EQ(first[0], "fused");
+    EXPECT_EQ(first[1], "inference");
+    EXPECT_EQ(first[2], "16");
+    EXPECT_EQ(first[3], "2");
+    EXPECT_EQ(first[4], "32");      // default n_in
+    EXPECT_EQ(first[5], "16");      // default n_out
+    EXPECT_EQ(first[6], "1024");    // 2^10
+    // 2 * (32*16 + (2-1)*16*16 + 16*16) multiply-adds.
+    EXPECT_EQ(first[7], "2048");
+    EXPECT_EQ(first[8], "2");
+    EXPECT_EQ(first[9], "7");
+    EXPECT_EQ(first[10], "");  // not measured
+    EXPECT_EQ(first[13], "dry-run");
+    const auto second = split(lines[2], ',');
+    EXPECT_EQ(second[0], "fused");
+    EXPECT_EQ(second[1], "train");
+    EXPECT_EQ(second[7], "6144");  // training step: 3x the forward FLOP
+    EXPECT_EQ(split(lines[3], ',')[0], "cublas");
+    EXPECT_EQ(split(lines[5], ',')[6], "4096");
+    const auto last = split(lines.back(), ',');
+    EXPECT_EQ(last[0], "cublas");
+    EXPECT_EQ(last[1], "train");
+    EXPECT_EQ(last[2], "64");
+    EXPECT_EQ(last[6], "4096");
+}
+
+TEST_F(BenchCli, DryRunJsonHasTheSameColumnsWithNullMeasurements) {
+    const fs::path json_path = dir / "plan.json";
+    CliResult r = run_cli("bench mlp --dry-run --widths 32 --kernels cublas --passes train --batches 65536 --json " +
+                          json_path.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(read_text(json_path.string()));
+    ASSERT_EQ(doc.at("rows").size(), 1u);
+    const auto& row = doc["rows"][0];
+    for (const std::string& c : split(kExpectedHeader, ',')) {
+        EXPECT_TRUE(row.contains(c)) << c;
+    }
+    EXPECT_EQ(row["kernel"], "cublas");
+    EXPECT_EQ(row["pass"], "train");
+    EXPECT_EQ(row["batch"].get<double>(), 65536.0);
+    EXPECT_TRUE(row["ms"].is_null());
+    EXPECT_TRUE(row["tflops"].is_null());
+}
+
+TEST_F(BenchCli, DryRunPrintsTheTable) {
+    CliResult r = run_cli("bench mlp --dry-run --widths 128 --kernels fused --passes inference");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Gsamples/s"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1048576"), std::string::npos) << r.out;  // default batch 2^20
+}
+
+TEST_F(BenchCli, BadOptionsExitWithUsageError) {
+    EXPECT_EQ(run_cli("bench mlp --dry-run --kernels fused,tensorflow").exit_code, 2);
+    EXPECT_EQ(run_cli("bench mlp --dry-run --passes backward").exit_code, 2);
+    CliResult bad_batch = run_cli("bench mlp --dry-run --batches 2^x");
+    EXPECT_EQ(bad_batch.exit_code, 2);
+    EXPECT_NE(bad_batch.err.find("--batches"), std::string::npos) << bad_batch.err;
+    EXPECT_EQ(run_cli("bench mlp --dry-run --batches 0").exit_code, 2);
+    EXPECT_EQ(run_cli("bench mlp --dry-run --iters 0").exit_code, 2);
+    EXPECT_EQ(run_cli("bench").exit_code, 2);  // needs a benchmark name
+}
+
+#if !FUSEDNGP_HAVE_CUDA
+TEST_F(BenchCli, MeasuringWithoutCudaSaysSoAndExits2) {
+    const fs::path csv = dir / "none.csv";
+    CliResult r = run_cli("bench mlp --widths 16 --csv " + csv.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("without CUDA"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(csv));
+}
+#endif
