@@ -18,7 +18,11 @@ BUILD="${FUSEDNGP_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 ARGS=(${BENCH_ARGS:---widths 16,32,64,128,256 --depths 2 --batches 2^20})
 
 CMAKE_EXTRA=()
-if compgen -G ".devdeps/*.deb" > /dev/null && ! dpkg-query -W -f='${Status}' libcli11-dev 2>/dev/null | grep -q "ok installed"; then
+missing=0
+for p in libeigen3-dev nlohmann-json3-dev libcli11-dev libstb-dev libtinyexr-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing=1
+done
+if [ "$missing" = 1 ] && compgen -G ".devdeps/*.deb" > /dev/null; then
   PFX=/tmp/fusedngp-deps
   rm -rf "$PFX"
   for f in .devdeps/*.deb; do dpkg -x "$f" "$PFX"; done
