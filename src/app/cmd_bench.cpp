@@ -170,6 +170,7 @@ void write_json(const std::string& path, const std::vector<BenchRow>& rows, cons
                               kCsvColumns[c] == "commit";
             if (text) row[kCsvColumns[c]] = v;
             else if (v.empty()) row[kCsvColumns[c]] = nullptr;
+            else if (v.find_first_of(".e") == std::string::npos) row[kCsvColumns[c]] = std::stoll(v);
             else row[kCsvColumns[c]] = std::stod(v);
         }
         out["rows"].push_back(row);
