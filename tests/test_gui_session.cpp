@@ -4,6 +4,7 @@
 #ifdef FUSEDNGP_HAVE_GUI
 
 #include "config/config.h"
+#include "core/errors.h"
 #include "gui/training_session.h"
 #include "modes/mode.h"
 
@@ -102,6 +103,60 @@ TEST(GuiSession, DisplaySnapshotFollowsTraining) {
     Matrix<float> direct;
     s.backend().inference(coords, direct);
     EXPECT_LT((after - direct).norm(), 1e-5f * (1.0f + direct.norm()));
+}
+
+// Kernel switches on the CPU backend: the reference MLP runs every otype the
+// same way, so nothing is rebuilt and weights and optimizer moments stay bit
+// for bit; the config records the choice and the change is reported.
+TEST(GuiSession, KernelSwitchOnCpuKeepsWeightsAndMoments) {
+    TrainingSession s(gradient_image(32, 24), small_config(), "cpu", 256, 7);
+    s.run_steps(5);
+    const TrainingState before = s.backend().save_state();
+    const uint64_t generation = s.generation();
+    for (const char* kernel : {"CublasMLP", "CPU", "FullyFusedMLP"}) {
+        s.apply({"network.otype", kernel}, 10);
+        EXPECT_EQ(s.config()["network"]["otype"], kernel);
+        EXPECT_EQ(s.backend_name(), "cpu");
+        EXPECT_EQ(s.generation(), generation) << "a kernel switch on the CPU rebuilt the model";
+        const TrainingState now = s.backend().save_state();
+        EXPECT_EQ(now.params, before.params);
+        ASSERT_EQ(now.optimizer_buffers.size(), before.optimizer_buffers.size());
+        for (size_t i = 0; i < now.optimizer_buffers.size(); ++i)
+            EXPECT_EQ(now.optimizer_buffers[i].second, before.optimizer_buffers[i].second);
+    }
+    ASSERT_EQ(s.changes().size(), 3u);
+    EXPECT_EQ(s.changes().back().params_carried, s.backend().n_params());
+    s.run_steps(1);
+    s.poll();
+    EXPECT_TRUE(std::isfinite(s.changes().back().loss_after));
+    EXPECT_THROW(s.apply({"network.otype", "TensorCoreMLP"}, 11), ConfigError);
+    EXPECT_EQ(s.changes().size(), 3u);
+}
+
+// Moving to another backend (the GUI's "CPU" kernel on a CUDA session, and
+// back) carries the exact parameters and optimizer state (EMA average included): the new backend predicts exactly what
+// the old one did, and training goes on from there.
+TEST(GuiSession, SwitchBackendCarriesExactParameters) {
+    TrainingSession s(gradient_image(32, 24), small_config(), "cpu", 256, 7);
+    s.run_steps(20);
+    Matrix<float> coords(3, 2), before, after;
+    coords << 0.1f, 0.2f, 0.5f, 0.5f, 0.9f, 0.3f;
+    s.backend().inference(coords, before);
+    const std::vector<float> params = s.backend().save_state().params;
+    const uint64_t steps = s.backend().step();
+    const float loss = s.last_loss();
+    const uint64_t generation = s.generation();
+    s.switch_backend("cpu");
+    EXPECT_GT(s.generation(), generation) << "no new backend was made";
+    EXPECT_EQ(s.backend().step(), steps);  // optimizer state and step count came along
+    EXPECT_EQ(s.backend().save_state().params, params);
+    s.backend().inference(coords, after);
+    EXPECT_EQ((after - before).norm(), 0.0f);
+    s.run_steps(1);
+    // Far below a fresh start's loss: training continued from the carried weights.
+    EXPECT_LT(s.last_loss(), 2.0f * loss);
+    EXPECT_THROW(s.switch_backend("tpu"), ConfigError);
+    EXPECT_EQ(s.backend().save_state().params.size(), params.size());
 }
 
 } // namespace

@@ -389,8 +389,8 @@ void CudaBackend::run_step(uint32_t batch) {
     slot.pending = true;
     ++step_;
 
-    if (step_ <= kInFlight) {
-        retire_slot(slot);  // the first steps report their own loss
+    if (step_ <= synchronous_until_step_) {
+        retire_slot(slot);  // the first steps (after a start or a load) report their own loss
         return;
     }
     // Read whatever finished meanwhile, oldest first, without waiting.
@@ -567,6 +567,7 @@ void CudaBackend::load_state(const TrainingState& s) {
     optimizer_->set_step_count(s.step, stream_);
     refresh_component_params(params_.data());
     step_ = s.step;
+    synchronous_until_step_ = step_ + kInFlight;  // no loss of this model has been read back yet
     host_rng_.set_state(s.rng_state);
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
 }

@@ -157,6 +157,7 @@ private:
 
     std::array<Slot, kInFlight> slots_{};
     uint64_t step_ = 0;
+    uint64_t synchronous_until_step_ = kInFlight;  // steps up to here wait for their own loss
     float last_loss_ = 0;
     float loss_scale_ = 128.f;
     uint32_t clean_steps_ = 0;

@@ -33,6 +33,7 @@ void throughput(const TrainingSession& session, const UiState& ui) {
     row("frame", "%.1f fps", ui.fps);
     row("steps/s", "%.1f", s.steps_per_second());
     row("ms / step", "%.2f", s.step_ms());
+    if (session.device_steps_per_frame() > 0) row("GPU steps/frame", "%.0f", (double)session.device_steps_per_frame());
     ImGui::TextDisabled("  data %.2f  fwd %.2f  bwd %.2f  opt %.2f", s.data_ms(), s.forward_ms(), s.backward_ms(),
                         s.optimizer_ms());
     row("samples/s", "%.3g", s.samples_per_second());
@@ -64,6 +65,13 @@ void model_size(const TrainingSession& session) {
     row("network params", "%.0f", (double)b.n_network_params());
     row("total", "%.0f", (double)b.n_params());
     row("params MiB", "%.1f", (double)b.n_params() * 4.0 / (1024.0 * 1024.0));
+    size_t used = 0, total = 0;
+    if (session.device_memory(used, total)) {
+        // Device-wide (cudaMemGetInfo): other processes on the GPU count too.
+        ImGui::TextUnformatted("GPU memory used");
+        ImGui::SameLine(150);
+        ImGui::Text("%.0f / %.0f MiB", (double)used / (1024.0 * 1024.0), (double)total / (1024.0 * 1024.0));
+    }
     row("process RSS MiB", "%.0f", resident_mib());
     ImGui::TextDisabled("backend %s, image %s", b.name().c_str(), session.image().describe().c_str());
 }
@@ -73,7 +81,7 @@ void model_size(const TrainingSession& session) {
 void draw_info_panel(TrainingSession& session, const UiState& ui, double psnr) {
     if (ImGui::CollapsingHeader("Performance", ImGuiTreeNodeFlags_DefaultOpen)) throughput(session, ui);
     if (ImGui::CollapsingHeader("Quality", ImGuiTreeNodeFlags_DefaultOpen)) quality(session, psnr);
-    if (ImGui::CollapsingHeader("Model")) model_size(session);
+    if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) model_size(session);
 }
 
 } // namespace fusedngp

@@ -2,6 +2,7 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "persist/snapshot.h"
 #include "persist/weights.h"
 
@@ -9,6 +10,7 @@
 #include "engine/cuda_backend.h"
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <utility>
@@ -36,6 +38,15 @@ constexpr double kPublishMs = 150.0;
 // An idle worker re-checks for work this often (a started step wakes it at once).
 constexpr auto kIdlePoll = std::chrono::milliseconds(5);
 constexpr int kWorkerNice = 5;
+// Device-step pacing (CUDA): a render waits for the steps still queued ahead
+// of it. Past the render's own time (its fastest run), a wait above the high
+// mark cuts the steps per frame by a quarter, one below the low mark allows
+// one more: the GPU trains through the UI's CPU time and the render waits a
+// few ms at most, so the frame keeps its 60 fps budget.
+constexpr double kRenderWaitLowMs = 2.0;
+constexpr double kRenderWaitHighMs = 4.5;
+constexpr int kInitialDeviceSteps = 4;
+constexpr int kMaxDeviceSteps = 256;
 
 double now_ms() {
     return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
@@ -46,6 +57,7 @@ double now_ms() {
 TrainingSession::TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size,
                                  uint64_t seed)
     : backend_name_(std::move(backend_name)), seed_(seed), batch_size_(batch_size) {
+    if (!equals_ignore_case(backend_name_, "cpu")) gpu_backend_name_ = backend_name_;
     auto data = std::make_unique<ImageTrainingData>(std::move(image));
     json full = config_with_defaults(config);
     auto backend = create_backend(backend_name_, full, *data, seed_);
@@ -86,12 +98,18 @@ void TrainingSession::worker_loop() {
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), kWorkerNice);
 #endif
     std::unique_lock<std::mutex> lock(step_mutex_);
-    auto has_work = [&] { return pause_requests_ == 0 && (requested_steps_ > 0 || (running && !lockstep_)); };
+    auto has_work = [&] {
+        return pause_requests_ == 0 && (requested_steps_ > 0 || (running && !lockstep_ && device_step_quota_ != 0));
+    };
     while (!stop_) {
         // Waiting releases the lock: this is where a paused UI thread gets in.
         worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || has_work(); });
         if (stop_ || !has_work()) continue;
-        if (requested_steps_ > 0) --requested_steps_;
+        if (requested_steps_ > 0) {
+            --requested_steps_;
+        } else if (device_step_quota_ > 0) {
+            --device_step_quota_;  // under step_mutex_, like the render that refills it
+        }
         try {
             run_step();
         } catch (const std::exception& e) {
@@ -129,6 +147,9 @@ void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique
     learning_rate_ = backend_->learning_rate();
     stats_.reset();
     ++generation_;
+    device_step_quota_ = -1;  // unpaced until the new backend's first render
+    device_steps_per_frame_ = -1;
+    render_floor_ms_ = 1e9;
     if (!renders_on_device()) {
         display_model_ = std::make_unique<Model<float>>(2, (uint32_t)data_->n_output_dims(), config_, 0);
         publish_display_params();
@@ -239,9 +260,98 @@ bool TrainingSession::renders_on_device() const {
 void TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_unused]] int width,
                                        [[maybe_unused]] int height) {
 #ifdef FUSEDNGP_HAVE_CUDA
-    auto lock = pause_worker();
-    if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+    const auto start = Clock::now();  // the wait for the worker's step counts: it is queued GPU work too
+    {
+        auto lock = pause_worker();
+        if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+        if (threaded_ && !lockstep_) pace_device_steps(ms_since(start));
+    }
+    worker_wake_.notify_all();
 #endif
+}
+
+void TrainingSession::pace_device_steps(double render_ms) {
+    render_floor_ms_ = std::min(render_ms, render_floor_ms_ + 0.01);  // creeps up after a resize
+    const double wait_ms = render_ms - render_floor_ms_;
+    if (device_steps_per_frame_ < 0) {
+        device_steps_per_frame_ = kInitialDeviceSteps;
+    } else if (wait_ms > kRenderWaitHighMs) {
+        device_steps_per_frame_ = std::max(1, device_steps_per_frame_ * 3 / 4);
+    } else if (wait_ms < kRenderWaitLowMs) {
+        device_steps_per_frame_ = std::min(kMaxDeviceSteps, device_steps_per_frame_ + 1);
+    }
+    device_step_quota_ = device_steps_per_frame_;
+}
+
+bool TrainingSession::device_memory([[maybe_unused]] size_t& used_bytes, [[maybe_unused]] size_t& total_bytes) const {
+#ifdef FUSEDNGP_HAVE_CUDA
+    if (!renders_on_device()) return false;
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return false;
+    used_bytes = total - free_bytes;
+    total_bytes = total;
+    return true;
+#else
+    return false;
+#endif
+}
+
+void TrainingSession::switch_backend(const std::string& backend_name) {
+    auto lock = pause_worker();
+    move_to_backend(backend_name, config_);
+}
+
+void TrainingSession::move_to_backend(const std::string& backend_name, const json& config) {
+    json full = config_with_defaults(config);
+    auto fresh = create_backend(backend_name, full, *data_, seed_ + generation_);
+    // The whole state (fp32 weights, optimizer moments, EMA average, step):
+    // both backends share the snapshot layout, so the model goes on exactly
+    // where it was. A layout the new backend lacks keeps the weights alone.
+    TrainingState state = backend_->save_state();
+    try {
+        fresh->load_state(state);
+    } catch (const InputError&) {
+        fresh->set_params(state.params);
+    }
+    if (!equals_ignore_case(backend_name, "cpu")) gpu_backend_name_ = backend_name;
+    backend_name_ = backend_name;
+    adopt(nullptr, std::move(fresh), full);
+}
+
+void TrainingSession::switch_kernel(const ConfigChange& change, ChangeRecord& record) {
+    static const std::vector<std::string> kernels = {"FullyFusedMLP", "CublasMLP", "CutlassMLP", "MLP", "Auto", "CPU"};
+    const bool known = change.value.is_string() &&
+                       std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) {
+                           return equals_ignore_case(k, change.value.get<std::string>());
+                       });
+    if (!known) {
+        throw ConfigError("network.otype", "must be one of FullyFusedMLP, CublasMLP, CutlassMLP, MLP, Auto, CPU; got " +
+                                               change.value.dump());
+    }
+    const std::string kernel = change.value.get<std::string>();
+    json next = config_;
+    apply_config_change(next, change);
+    const bool on_cpu = equals_ignore_case(backend_name_, "cpu");
+    if (equals_ignore_case(kernel, "CPU") && !on_cpu) {
+        move_to_backend("cpu", next);
+    } else if (on_cpu && !equals_ignore_case(kernel, "CPU") && !gpu_backend_name_.empty()) {
+        move_to_backend(gpu_backend_name_, next);  // back to the GPU this session came from
+    } else if (on_cpu) {
+        // The CPU reference runs every MLP otype the same way: weights and
+        // optimizer moments stay as they are, only the config records the choice.
+        config_ = next;
+    } else {
+#ifdef FUSEDNGP_HAVE_CUDA
+        auto* cuda = dynamic_cast<CudaBackend*>(backend_.get());
+        if (!cuda) throw ConfigError("network.otype", "backend " + backend_name_ + " cannot switch kernels");
+        gpu::MlpKernel target = gpu::MlpKernel::Auto;
+        if (equals_ignore_case(kernel, "FullyFusedMLP")) target = gpu::MlpKernel::FullyFused;
+        if (equals_ignore_case(kernel, "CublasMLP") || equals_ignore_case(kernel, "CutlassMLP")) target = gpu::MlpKernel::Cublas;
+        cuda->set_mlp_kernel(target);  // hot swap: the same fp32 weights and optimizer state
+        config_ = next;
+#endif
+    }
+    record.params_carried = backend_->n_params();
 }
 
 void TrainingSession::reset() {
@@ -278,6 +388,12 @@ void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
 
 void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
     ChangeRecord record{frame, change.key, value_text(change.value), last_loss_};
+    if (change.key == "network.otype") {
+        switch_kernel(change, record);
+        changes_.push_back(record);
+        awaiting_loss_after_ = true;
+        return;
+    }
     switch (change_effect(change.key)) {
     case ChangeEffect::BatchSize: {
         if (!change.value.is_number_integer() || change.value.get<int64_t>() < 1 || change.value.get<int64_t>() > (1 << 22)) {

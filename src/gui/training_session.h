@@ -71,8 +71,17 @@ public:
     // The model at every pixel centre of width x height, RGBA float4 per
     // pixel into device memory (a mapped PBO). Only when renders_on_device().
     void render_to_device(float* d_rgba, int width, int height);
+    // GPU steps the worker may enqueue between two device renders (paced so a
+    // frame's GPU work fits its budget: see render_to_device); -1 = unpaced.
+    int device_steps_per_frame() const { return device_steps_per_frame_; }
+    // cudaMemGetInfo of the backend's device: false on the CPU backend.
+    bool device_memory(size_t& used_bytes, size_t& total_bytes) const;
     // A fresh model with the current config.
     void reset();
+    // Moves training to another backend ("cpu" or "cuda") with the exact
+    // current parameters (the optimizer restarts its moments). Throws and
+    // keeps the current backend when the new one cannot run the model.
+    void switch_backend(const std::string& backend_name);
 
     // Applies a live change; throws ConfigError/InputError and keeps the
     // current model on failure. Rebuilds carry weights over when `carry_weights`.
@@ -132,10 +141,16 @@ private:
     std::unique_lock<std::mutex> pause_worker();
     std::unique_lock<std::mutex> hold_worker() const;  // the same without folding in (const users)
     void apply_paused(const ConfigChange& change, uint64_t frame);
+    // network.otype: a kernel switch keeps the weights (hot swap on CUDA, the
+    // CPU backend for "CPU", nothing to rebuild on the CPU reference).
+    void switch_kernel(const ConfigChange& change, ChangeRecord& record);
+    void move_to_backend(const std::string& backend_name, const json& config);
+    void pace_device_steps(double render_ms);  // UI thread, after a device render
     void rebuild(const json& new_config, bool carry);
     void adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend, const json& config);
 
     std::string backend_name_;
+    std::string gpu_backend_name_;  // the device backend to return to after "CPU" (empty: none)
     uint64_t seed_;
     std::atomic<uint32_t> batch_size_;
     double learning_rate_ = 0;
@@ -167,6 +182,13 @@ private:
     std::mutex results_mutex_;
     std::vector<StepResult> results_;     // finished steps not yet polled
     std::string worker_error_;            // under results_mutex_
+
+    // Frame pacing of device steps: the worker enqueues at most
+    // device_step_quota_ steps between two renders (-1: no limit), so a
+    // render never waits for more queued GPU work than a frame can hold.
+    std::atomic<int> device_step_quota_{-1};
+    int device_steps_per_frame_ = -1;
+    double render_floor_ms_ = 1e9;  // fastest render seen: the render alone, no queued steps
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
     std::unique_ptr<Model<float>> display_model_;  // layout only; params come from the snapshot
