@@ -67,6 +67,9 @@ std::string cuda_device_description() {
     const cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
+        // Without an NVIDIA driver the runtime reports "driver version is
+        // insufficient"; say what that means on a machine with no GPU.
+        if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice) return "no CUDA device or NVIDIA driver";
         return std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
     }
     if (n == 0) return "no CUDA device";
