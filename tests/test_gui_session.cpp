@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <thread>
 
@@ -157,6 +158,29 @@ TEST(GuiSession, SwitchBackendCarriesExactParameters) {
     EXPECT_LT(s.last_loss(), 2.0f * loss);
     EXPECT_THROW(s.switch_backend("tpu"), ConfigError);
     EXPECT_EQ(s.backend().save_state().params.size(), params.size());
+}
+
+// Opening (or dropping) an unreadable or unsupported file is an error the UI
+// shows; the session keeps its image, its model and its training state.
+TEST(GuiSession, OpeningABadFileKeepsTheCurrentModel) {
+    TrainingSession s(gradient_image(32, 24), small_config(), "cpu", 256, 7);
+    s.run_steps(3);
+    s.poll();
+    const TrainingState before = s.backend().save_state();
+    const std::string dir = ::testing::TempDir();
+    const std::string not_image = dir + "/fusedngp_not_an_image.png";
+    { std::FILE* f = std::fopen(not_image.c_str(), "w"); std::fputs("not a PNG\n", f); std::fclose(f); }
+    for (const std::string& path : {dir + "/fusedngp_missing_file.png", not_image}) {
+        SCOPED_TRACE(path);
+        EXPECT_THROW(s.load_image(path), InputError);
+        EXPECT_THROW(s.load_snapshot(path), InputError);
+        EXPECT_EQ(s.image().width, 32);
+        EXPECT_EQ(s.backend().save_state().params, before.params);
+    }
+    std::remove(not_image.c_str());
+    s.run_steps(2);  // and training goes on
+    s.poll();
+    EXPECT_EQ(s.step(), before.step + 2);
 }
 
 } // namespace
