@@ -4,6 +4,7 @@
 
 #include "backends/backend.h"
 #include "engine/engine_info.h"
+#include "config/unused_fields.h"
 #include "model/trainer.h"
 #include "modes/mode.h"
 
@@ -39,6 +40,7 @@ void print_info(const InfoOptions& o) {
     // A full Trainer validates every section, loss and optimizer included.
     Trainer<float> trainer(spec.n_input_dims, n_out, config, 0);
     const Model<float>& model = trainer.model();
+    for (const auto& w : unused_config_fields(config)) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
 
     std::printf("mode        %s (%u -> %u)%s\n", spec.name.c_str(), spec.n_input_dims, n_out,
                 spec.implemented ? "" : "  [training not implemented yet]");

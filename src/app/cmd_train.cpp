@@ -7,6 +7,7 @@
 #include "app/output_dir.h"
 #include "app/progress.h"
 #include "backends/backend.h"
+#include "config/unused_fields.h"
 #include "core/errors.h"
 #include "io/atomic_file.h"
 #include "io/image.h"
@@ -107,6 +108,7 @@ int run_train(TrainOptions o) {
 
     std::unique_ptr<Backend> backend = create_backend(o.backend, config, data, o.seed);
     if (resumed) backend->load_state(resumed->state);
+    for (const auto& w : unused_config_fields(config)) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
 
     std::printf("data      %s: %s\n", o.data.c_str(), image.describe().c_str());
     std::printf("model     %zu encoding + %zu network = %zu params, backend %s, batch %u%s\n",
