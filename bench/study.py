@@ -181,8 +181,11 @@ def measured(rows):
         row = dict(r)
         for c in ("width", "depth", "batch", "n_in", "n_out"):
             row[c] = int(r[c])
-        for c in ("ms", "samples_per_s", "tflops", "flop_per_sample"):
-            row[c] = float(r[c])
+        row["ms"] = float(r["ms"])
+        row["flop_per_sample"] = float(r["flop_per_sample"])
+        # Derived from ms, not read, so hand-edited or merged rows stay consistent.
+        row["samples_per_s"] = row["batch"] / (row["ms"] * 1e-3)
+        row["tflops"] = row["samples_per_s"] * row["flop_per_sample"] / 1e12
         out.append(row)
     return out
 
@@ -252,6 +255,11 @@ def pyplot():
     return plt
 
 
+def matplotlib_colors():
+    import matplotlib.colors
+    return matplotlib.colors
+
+
 def bytes_per_sample(row):
     """DRAM bytes per sample under a minimal-traffic model (documented in FUSED_MLP_STUDY.md).
 
@@ -278,9 +286,11 @@ def plot_heatmaps(plt, rows, out_dir, depth):
         widths = sorted({w for w, _ in cells})
         batches = sorted({b for _, b in cells})
         grid = [[cells.get((w, b), float("nan")) for b in batches] for w in widths]
-        fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(batches), 1.5 + 0.5 * len(widths)))
-        image = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=max(2.0, max(cells.values())), origin="lower",
-                          aspect="auto")
+        fig, ax = plt.subplots(figsize=(2.5 + 0.7 * len(batches), 1.5 + 0.5 * len(widths)))
+        # Centred on 1 (no gain): red where fusion loses, green where it wins.
+        norm = matplotlib_colors().TwoSlopeNorm(vmin=min(0.5, min(cells.values())), vcenter=1.0,
+                                                vmax=max(2.0, max(cells.values())))
+        image = ax.imshow(grid, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
         for i, row in enumerate(grid):
             for j, value in enumerate(row):
                 if value == value:  # not NaN
@@ -289,7 +299,7 @@ def plot_heatmaps(plt, rows, out_dir, depth):
         ax.set_yticks(range(len(widths)), [str(w) for w in widths])
         ax.set_xlabel("batch")
         ax.set_ylabel("width")
-        ax.set_title(f"{pass_name}: fused speedup over best unfused (depth {depth})")
+        ax.set_title(f"{pass_name}: fused speedup over\nbest unfused kernel (depth {depth})", fontsize=10)
         fig.colorbar(image, ax=ax, label="speedup (x)")
         paths.append(save(plt, fig, out_dir, f"speedup_heatmap_{pass_name}.png"))
     return paths
@@ -310,9 +320,12 @@ def ceilings(rows, args):
 def plot_roofline(plt, rows, out_dir, args):
     fig, ax = plt.subplots(figsize=(7, 5))
     for kernel in sorted({r["kernel"] for r in rows}):
-        points = [r for r in rows if r["kernel"] == kernel]
-        intensity = [r["flop_per_sample"] / bytes_per_sample(r) for r in points]
-        ax.scatter(intensity, [r["tflops"] for r in points], s=10, label=kernel)
+        for pass_name, marker in (("train", "o"), ("inference", "^")):
+            points = [r for r in rows if r["kernel"] == kernel and r["pass"] == pass_name]
+            if points:
+                intensity = [r["flop_per_sample"] / bytes_per_sample(r) for r in points]
+                ax.scatter(intensity, [r["tflops"] for r in points], s=12, marker=marker,
+                           label=f"{kernel} {pass_name}")
     peak_tflops, peak_gbps = ceilings(rows, args)
     best = max(r["tflops"] for r in rows)
     ax.axhline(peak_tflops or best, color="black", linestyle="--", linewidth=1,
