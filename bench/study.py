@@ -4,8 +4,10 @@
   study.py run  --out DIR [--chunk N --n-chunks K] [--budget-s S] [grid options]
   study.py plot --csv FILE --out DIR [--depth D] [--peak-tflops X --peak-gbps Y]
 
-`run` calls `fusedngp bench mlp` once per (depth, width, kernel, pass) group with
-the group's batches, and appends the rows to DIR/study.csv (the schema of
+`run` calls `fusedngp bench mlp` (or bench/torch_mlp.py) once per (depth, width)
+group with the kernels, passes and batches not measured yet (one call per group,
+since each call fills its input buffers for the largest batch, seconds at 2^22),
+and appends the new rows to DIR/study.csv (the schema of
 `fusedngp bench mlp --csv`). Rows already in the CSV are skipped, so a chunk that
 was cut off is simply run again. The grid is split into K chunks (round-robin
 over the groups, largest first, so chunks cost about the same); --chunk N runs
@@ -56,23 +58,24 @@ def case_key(kernel, pass_name, width, depth, batch):
 
 
 def planned_groups(args):
-    """[(depth, width, kernel, pass, [batches])] of the whole grid, in a stable order."""
+    """[(depth, width, tool, [case keys])] of the whole grid, in a stable order; tool is
+    "native" (fusedngp bench mlp) or "torch" (bench/torch_mlp.py)."""
     groups = []
     for depth in args.depths:
         for width in args.widths:
-            for kernel in args.kernels:
-                if kernel == "fused" and width > FUSED_MAX_WIDTH:
-                    continue
-                for pass_name in args.passes:
-                    groups.append((depth, width, kernel, pass_name, list(args.batches)))
+            for tool in ("native", "torch"):
+                cases = [case_key(k, q, width, depth, b) for k in args.kernels if (k in TORCH_KERNELS) == (tool == "torch")
+                         if not (k == "fused" and width > FUSED_MAX_WIDTH) for q in args.passes for b in args.batches]
+                if cases:
+                    groups.append((depth, width, tool, cases))
     return groups
 
 
 def group_cost(group):
     """Relative cost of a group: FLOP of all its calls (enough to balance chunks)."""
-    depth, width, _, pass_name, batches = group
+    depth, width, _, cases = group
     macs = 32 * width + (depth - 1) * width * width + width * 16
-    return macs * sum(batches) * (3 if pass_name == "train" else 1)
+    return macs * sum(c[4] * (3 if c[1] == "train" else 1) for c in cases)
 
 
 def chunk_of(groups, chunk, n_chunks):
@@ -105,20 +108,28 @@ def append_rows(path, rows):
 
 # ---------------------------------------------------------------- running
 
-def group_command(args, group, batches, csv_path):
-    depth, width, kernel, pass_name, _ = group
-    common = ["--widths", str(width), "--depths", str(depth), "--batches", ",".join(map(str, batches)),
-              "--passes", pass_name, "--warmup", str(args.warmup), "--iters", str(args.iters), "--csv", csv_path]
-    if kernel in TORCH_KERNELS:
-        return [args.torch_python, os.path.join(ROOT, "bench", "torch_mlp.py"), "--kernels", kernel] + common
-    return [args.fusedngp, "bench", "mlp", "--kernels", kernel] + common
+def ordered_union(values):
+    return list(dict.fromkeys(values))
 
 
-def run_group(args, group, batches):
-    """Runs one group into a scratch CSV and returns its rows (none if the tool failed)."""
+def group_command(args, group, missing, csv_path):
+    """One call covering every missing case (and possibly a few done ones: filtered out later)."""
+    depth, width, tool, _ = group
+    common = ["--widths", str(width), "--depths", str(depth),
+              "--kernels", ",".join(ordered_union(c[0] for c in missing)),
+              "--passes", ",".join(ordered_union(c[1] for c in missing)),
+              "--batches", ",".join(map(str, sorted({c[4] for c in missing}))),
+              "--warmup", str(args.warmup), "--iters", str(args.iters), "--csv", csv_path]
+    if tool == "torch":
+        return [args.torch_python, os.path.join(ROOT, "bench", "torch_mlp.py")] + common
+    return [args.fusedngp, "bench", "mlp"] + common
+
+
+def run_group(args, group, missing):
+    """Runs one group into a scratch CSV and returns its rows; a failing tool stops the study."""
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "rows.csv")
-        cmd = group_command(args, group, batches, out)
+        cmd = group_command(args, group, missing, out)
         print("study:", " ".join(cmd), flush=True)
         result = subprocess.run(cmd, stdout=subprocess.DEVNULL if args.quiet else None)
         if result.returncode != 0:
@@ -133,19 +144,14 @@ def torch_importable(python):
 
 def runnable_groups(args):
     groups = planned_groups(args)
-    if any(g[2] in TORCH_KERNELS for g in groups) and not torch_importable(args.torch_python):
+    if any(g[2] == "torch" for g in groups) and not torch_importable(args.torch_python):
         print(f"study: torch is not importable by {args.torch_python}; skipping the torch kernels", file=sys.stderr)
-        groups = [g for g in groups if g[2] not in TORCH_KERNELS]
-    # Native kernels first, torch after (as the issue asks: bench mlp, then torch_mlp.py).
-    groups = [g for g in groups if g[2] not in TORCH_KERNELS] + [g for g in groups if g[2] in TORCH_KERNELS]
+        groups = [g for g in groups if g[2] != "torch"]
     if args.chunk is not None:
-        chunk = set(map(tuple_key, chunk_of(groups, args.chunk, args.n_chunks)))
-        groups = [g for g in groups if tuple_key(g) in chunk]
-    return groups
-
-
-def tuple_key(group):
-    return group[:4]
+        chunk = {g[:3] for g in chunk_of(groups, args.chunk, args.n_chunks)}
+        groups = [g for g in groups if g[:3] in chunk]
+    # Native kernels first, torch after (as the issue asks: bench mlp, then torch_mlp.py).
+    return [g for g in groups if g[2] == "native"] + [g for g in groups if g[2] == "torch"]
 
 
 def command_run(args):
@@ -155,14 +161,17 @@ def command_run(args):
     ran = skipped = 0
     for group in runnable_groups(args):
         done = done_keys(read_rows(csv_path))
-        missing = [b for b in group[4] if case_key(group[2], group[3], group[1], group[0], b) not in done]
+        missing = [c for c in group[3] if c not in done]
         if not missing:
             skipped += 1
             continue
         if args.budget_s and time.monotonic() - start > args.budget_s:
             print(f"study: time budget of {args.budget_s} s spent; run again to resume", flush=True)
             break
-        append_rows(csv_path, run_group(args, group, missing))
+        wanted = set(missing)
+        new_rows = run_group(args, group, missing)
+        append_rows(csv_path, [r for r in new_rows
+                               if case_key(r["kernel"], r["pass"], r["width"], r["depth"], r["batch"]) in wanted])
         ran += 1
     summary = write_summary(args.out, read_rows(csv_path))
     print(f"study: {ran} groups run, {skipped} already done, {summary['n_rows']} rows in {csv_path} "
