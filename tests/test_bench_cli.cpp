@@ -126,3 +126,25 @@ TEST_F(BenchCli, MeasuringWithoutCudaSaysSoAndExits2) {
     EXPECT_FALSE(fs::exists(csv));
 }
 #endif
+
+// The cpu kernel times the CPU reference Mlp<float> in any build, with or
+// without a GPU.
+TEST_F(BenchCli, CpuKernelMeasuresWithoutAGpu) {
+    const fs::path csv = dir / "cpu.csv";
+    CliResult r = run_cli("bench mlp --kernels cpu --widths 16 --depths 1,2 --batches 128 --warmup 1 --iters 3 --csv " +
+                          csv.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> lines = split(read_text(csv.string()), '\n');
+    lines.pop_back();  // trailing newline
+    ASSERT_EQ(lines.size(), 1u + 4u);  // 2 depths x 2 passes
+    EXPECT_EQ(lines[0], kExpectedHeader);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        const auto f = split(lines[i], ',');
+        ASSERT_EQ(f.size(), split(kExpectedHeader, ',').size()) << lines[i];
+        EXPECT_EQ(f[0], "cpu");
+        EXPECT_GT(std::stod(f[10]), 0.0) << lines[i];   // ms
+        EXPECT_GT(std::stod(f[11]), 0.0) << lines[i];   // samples_per_s
+        EXPECT_EQ(f[13].rfind("cpu: ", 0), 0u) << f[13];  // the device column names the CPU
+        EXPECT_EQ(f[14], "");                           // no SM count on a CPU
+    }
+}

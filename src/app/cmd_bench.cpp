@@ -4,9 +4,12 @@
 //
 // The plan, the CSV/JSON writers and the option parsing need no GPU:
 // --dry-run writes the planned rows with empty measurements, which is what
-// the CPU tests check. Measuring needs a CUDA build and a device; without
-// either the command says so and exits 2.
+// the CPU tests check. Measuring the GPU kernels needs a CUDA build and a
+// device; without either the command says so and exits 2. The `cpu` kernel
+// (the CPU reference Mlp<float>, see app/mlp_cpu_bench.h) runs anywhere, so
+// bench/study.py and its CI test can sweep without a GPU.
 #include "app/commands.h"
+#include "app/mlp_cpu_bench.h"
 
 #include "core/errors.h"
 
@@ -41,11 +44,20 @@ struct BenchMlpOptions {
     bool dry_run = false;
 };
 
-// Where the numbers were measured; "dry-run" rows leave it empty.
+// Where the numbers were measured; "dry-run" rows leave it empty. For the
+// cpu kernel `gpu` names the CPU and the GPU-only columns stay empty.
 struct MachineInfo {
     std::string gpu = "dry-run", driver, commit;
     int sm_count = 0, sm_clock_mhz = 0, mem_clock_mhz = 0;
 };
+
+// One run may mix GPU kernels and the cpu kernel; each row names its own device.
+struct Machines {
+    MachineInfo gpu, cpu;
+    const MachineInfo& of(const std::string& kernel) const { return kernel == "cpu" ? cpu : gpu; }
+};
+
+bool is_cpu_kernel(const std::string& kernel) { return kernel == "cpu"; }
 
 // One CSV row. Measurements are negative until measured (written empty).
 struct BenchRow {
@@ -54,6 +66,7 @@ struct BenchRow {
     double flop_per_sample = 0;
     int warmup = 0, iters = 0;
     double ms = -1;
+    bool unsupported = false;  // the kernel cannot run this case: the row is dropped
 };
 
 // Column order of the CSV (and keys of the JSON rows). bench/torch_mlp.py
@@ -146,12 +159,12 @@ std::ofstream open_output(const std::string& path) {
     return f;
 }
 
-void write_csv(const std::string& path, const std::vector<BenchRow>& rows, const MachineInfo& m) {
+void write_csv(const std::string& path, const std::vector<BenchRow>& rows, const Machines& m) {
     std::ofstream f = open_output(path);
     for (size_t c = 0; c < kCsvColumns.size(); ++c) f << (c ? "," : "") << kCsvColumns[c];
     f << "\n";
     for (const BenchRow& r : rows) {
-        const auto fields = row_fields(r, m);
+        const auto fields = row_fields(r, m.of(r.kernel));
         for (size_t c = 0; c < fields.size(); ++c) f << (c ? "," : "") << csv_quoted(fields[c]);
         f << "\n";
     }
@@ -159,10 +172,10 @@ void write_csv(const std::string& path, const std::vector<BenchRow>& rows, const
 }
 
 // {"rows": [{column: value, ...}]}: numbers as numbers, unmeasured as null.
-void write_json(const std::string& path, const std::vector<BenchRow>& rows, const MachineInfo& m) {
+void write_json(const std::string& path, const std::vector<BenchRow>& rows, const Machines& m) {
     nlohmann::json out = {{"rows", nlohmann::json::array()}};
     for (const BenchRow& r : rows) {
-        const auto fields = row_fields(r, m);
+        const auto fields = row_fields(r, m.of(r.kernel));
         nlohmann::json row;
         for (size_t c = 0; c < fields.size(); ++c) {
             const std::string& v = fields[c];
@@ -180,9 +193,16 @@ void write_json(const std::string& path, const std::vector<BenchRow>& rows, cons
     if (!f) throw InputError(path + ": write failed");
 }
 
-void print_table(const std::vector<BenchRow>& rows, const MachineInfo& m) {
+void print_machine(const MachineInfo& m) {
     std::printf("gpu %s, %d SMs, SM clock %d MHz, memory clock %d MHz, driver %s, commit %s\n", m.gpu.c_str(),
                 m.sm_count, m.sm_clock_mhz, m.mem_clock_mhz, m.driver.c_str(), m.commit.c_str());
+}
+
+void print_table(const std::vector<BenchRow>& rows, const Machines& m) {
+    const bool any_cpu = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return is_cpu_kernel(r.kernel); });
+    const bool any_gpu = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !is_cpu_kernel(r.kernel); });
+    if (any_gpu || !any_cpu) print_machine(m.gpu);
+    if (any_cpu) std::printf("cpu kernel on %s, commit %s\n", m.cpu.gpu.c_str(), m.cpu.commit.c_str());
     std::printf("%-7s %-9s %5s %5s %9s %10s %12s %9s\n", "kernel", "pass", "W", "depth", "batch", "ms", "Gsamples/s",
                 "TFLOP/s");
     for (const BenchRow& r : rows) {
@@ -196,7 +216,6 @@ void print_table(const std::vector<BenchRow>& rows, const MachineInfo& m) {
     }
 }
 
-#if FUSEDNGP_HAVE_CUDA
 // Short hash of the checkout: $FUSEDNGP_COMMIT (device copies have no .git),
 // else git, else "unknown".
 std::string source_commit() {
@@ -211,7 +230,8 @@ std::string source_commit() {
     return hash.empty() ? "unknown" : hash;
 }
 
-MachineInfo measure(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
+#if FUSEDNGP_HAVE_CUDA
+MachineInfo measure_gpu(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         cudaGetLastError();  // clear the sticky "no device" error
@@ -227,28 +247,53 @@ MachineInfo measure(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
     m.commit = source_commit();
 
     uint32_t max_batch = 0;
-    for (const BenchRow& r : rows) max_batch = std::max(max_batch, r.batch);
+    for (const BenchRow& r : rows)
+        if (!is_cpu_kernel(r.kernel)) max_batch = std::max(max_batch, r.batch);
     gpu::MlpBenchRunner runner({o.n_in, o.n_out, o.warmup, o.iters}, max_batch);
-    std::vector<BenchRow> measured;
     for (BenchRow& r : rows) {
+        if (is_cpu_kernel(r.kernel)) continue;
         const gpu::MlpBenchCase c{r.kernel, r.pass, r.width, r.depth, r.batch};
         if (std::string why = runner.unsupported_reason(c); !why.empty()) {
             std::fprintf(stderr, "bench mlp: skipping %s W=%u depth=%u: %s\n", r.kernel.c_str(), r.width, r.depth,
                          why.c_str());
+            r.unsupported = true;
             continue;
         }
         r.ms = runner.median_ms(c);
-        measured.push_back(r);
     }
-    rows = measured;
     return m;
 }
 #else
-MachineInfo measure(std::vector<BenchRow>&, const BenchMlpOptions&) {
+MachineInfo measure_gpu(std::vector<BenchRow>&, const BenchMlpOptions&) {
     throw InputError("bench mlp: this fusedngp was built without CUDA (FUSEDNGP_CUDA=OFF or no nvcc); "
-                     "rebuild with CUDA to measure, or pass --dry-run to list the planned rows");
+                     "rebuild with CUDA to measure the GPU kernels, pass --kernels cpu to time the CPU "
+                     "reference, or pass --dry-run to list the planned rows");
 }
 #endif
+
+MachineInfo measure_cpu(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
+    MachineInfo m;
+    m.gpu = cpu_identity();
+    m.commit = source_commit();
+    const CpuMlpBenchSettings settings{o.n_in, o.n_out, o.warmup, o.iters};
+    for (BenchRow& r : rows)
+        if (is_cpu_kernel(r.kernel)) r.ms = cpu_mlp_median_ms(settings, {r.pass, r.width, r.depth, r.batch});
+    return m;
+}
+
+// Measures every row in place (GPU rows need a CUDA device, cpu rows do not)
+// and drops the rows a GPU kernel cannot run.
+Machines measure(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
+    const auto any = [&](bool cpu) {
+        return std::any_of(rows.begin(), rows.end(), [&](const BenchRow& r) { return is_cpu_kernel(r.kernel) == cpu; });
+    };
+    Machines m;
+    // GPU first: without a device the command fails before spending CPU time.
+    if (any(false)) m.gpu = measure_gpu(rows, o);
+    if (any(true)) m.cpu = measure_cpu(rows, o);
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [](const BenchRow& r) { return r.unsupported; }), rows.end());
+    return m;
+}
 
 void run_bench_mlp(const BenchMlpOptions& o) {
     if (o.warmup < 0 || o.iters < 1) throw InputError("bench mlp: --warmup must be >= 0 and --iters >= 1");
@@ -257,7 +302,7 @@ void run_bench_mlp(const BenchMlpOptions& o) {
     for (uint32_t w : o.widths)
         if (w == 0) throw InputError("bench mlp: --widths: widths must be >= 1");
     std::vector<BenchRow> rows = plan_rows(o);
-    MachineInfo machine;
+    Machines machine;
     if (!o.dry_run) machine = measure(rows, o);
     print_table(rows, machine);
     if (!o.csv.empty()) write_csv(o.csv, rows, machine);
@@ -279,9 +324,9 @@ void add_bench_command(CLI::App& app) {
     mlp->add_option("--batches", o->batches, "batch sizes, comma separated: 65536 or 2^16")
         ->delimiter(',')
         ->capture_default_str();
-    mlp->add_option("--kernels", o->kernels, "fused, cublas")
+    mlp->add_option("--kernels", o->kernels, "fused, cublas (GPU), cpu (the CPU reference Mlp<float>, fp32)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"fused", "cublas"}))
+        ->check(CLI::IsMember({"fused", "cublas", "cpu"}))
         ->capture_default_str();
     mlp->add_option("--passes", o->passes, "inference, train")
         ->delimiter(',')

@@ -1,0 +1,128 @@
+// The fused-MLP study tooling on the CPU (no GPU numbers): a reduced sweep
+// through `bench/study.py run` with `--kernels cpu`, then `study.py plot`.
+// Checks the appended CSV (schema, one row per case, resume without
+// duplicates), the JSON summary and that the plots are real PNG images.
+#include "cli_runner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace fusedngp::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+const std::string kExpectedHeader =
+    "kernel,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,gpu,sm_count,"
+    "sm_clock_mhz,mem_clock_mhz,driver,commit";
+
+std::string study_script() { return std::string(FUSEDNGP_SOURCE_DIR) + "/bench/study.py"; }
+
+// Exit status of a shell command, its stdout+stderr into `log`.
+int run_shell(const std::string& cmd, const fs::path& log) {
+    const int status = std::system((cmd + " >" + log.string() + " 2>&1 </dev/null").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::stringstream ss(text);
+    for (std::string line; std::getline(ss, line);) lines.push_back(line);
+    return lines;
+}
+
+bool is_png(const fs::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    char sig[8] = {};
+    f.read(sig, 8);
+    return f && std::string(sig, 8) == "\x89PNG\r\n\x1a\n";
+}
+
+class StudyTooling : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir = make_temp_dir("study");
+        ASSERT_EQ(run_shell(std::string(kPython) + " -c 'import numpy, matplotlib'", dir / "probe.log"), 0)
+            << kPython << " cannot import numpy and matplotlib, declared dependencies of bench/study.py "
+            << "(Debian: python3-numpy python3-matplotlib, see scripts/install-deps): " << read_text((dir / "probe.log").string());
+    }
+    void TearDown() override { fs::remove_all(dir); }
+
+    // Two widths x two batches x depth 1 x cpu x two passes = 8 rows.
+    int run_reduced_sweep(const std::string& log_name) {
+        return run_shell(std::string(kPython) + " " + study_script() + " run --out " + (dir / "out").string() +
+                             " --fusedngp " + FUSEDNGP_BINARY +
+                             " --widths 16,32 --depths 1 --batches 2^6,256 --kernels cpu --warmup 1 --iters 3 --quiet",
+                         dir / log_name);
+    }
+    fs::path dir;
+};
+
+} // namespace
+
+TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDuplicates) {
+    ASSERT_EQ(run_reduced_sweep("run1.log"), 0) << read_text((dir / "run1.log").string());
+    const fs::path csv = dir / "out" / "study.csv";
+    std::vector<std::string> lines = lines_of(read_text(csv.string()));
+    ASSERT_EQ(lines.size(), 1u + 8u) << read_text(csv.string());
+    EXPECT_EQ(lines[0], kExpectedHeader);
+    for (size_t i = 1; i < lines.size(); ++i) {
+        EXPECT_EQ(lines[i].rfind("cpu,", 0), 0u) << lines[i];
+        EXPECT_EQ(lines[i].find(",,,,,,,"), std::string::npos) << "measurement columns empty: " << lines[i];
+    }
+
+    // A second run finds every case done: no new rows.
+    ASSERT_EQ(run_reduced_sweep("run2.log"), 0) << read_text((dir / "run2.log").string());
+    EXPECT_EQ(lines_of(read_text(csv.string())).size(), 9u);
+    EXPECT_NE(read_text((dir / "run2.log").string()).find("0 groups run"), std::string::npos);
+
+    const auto summary = nlohmann::json::parse(read_text((dir / "out" / "summary.json").string()));
+    EXPECT_EQ(summary.at("n_rows"), 8);
+    EXPECT_EQ(summary.at("rows_per_kernel").at("cpu"), 8);
+    EXPECT_NE(summary.at("machines").at("cpu").at("gpu").get<std::string>().find("cpu: "), std::string::npos);
+}
+
+TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
+    ASSERT_EQ(run_reduced_sweep("run.log"), 0) << read_text((dir / "run.log").string());
+    // The CPU sweep has no fused rows; add fake fused rows (times halved)
+    // so the speedup heatmaps have cells. Only the plotting is under test here.
+    const fs::path csv = dir / "out" / "study.csv";
+    const std::string add_fused = std::string(kPython) + " -c \"import csv,sys; p=sys.argv[1]; " +
+                                  "rows=list(csv.DictReader(open(p))); w=csv.DictWriter(open(p,'a'),rows[0].keys()); " +
+                                  "[w.writerow({**r,'kernel':'fused','ms':float(r['ms'])/2}) for r in rows]; " +
+                                  "[w.writerow({**r,'kernel':'cublas'}) for r in rows]\" " + csv.string();
+    ASSERT_EQ(run_shell(add_fused, dir / "fake.log"), 0) << read_text((dir / "fake.log").string());
+
+    const fs::path plots = dir / "plots";
+    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
+                            plots.string() + " --peak-tflops 1 --peak-gbps 50",
+                        dir / "plot.log"),
+              0)
+        << read_text((dir / "plot.log").string());
+    for (const char* name : {"speedup_heatmap_train.png", "speedup_heatmap_inference.png", "roofline.png",
+                             "throughput_train.png", "throughput_inference.png"}) {
+        const fs::path png = plots / name;
+        ASSERT_TRUE(fs::exists(png)) << name << "\n" << read_text((dir / "plot.log").string());
+        EXPECT_TRUE(is_png(png)) << name;
+        EXPECT_GT(fs::file_size(png), 5000u) << name;  // a real figure, not an empty canvas
+    }
+}
+
+TEST_F(StudyTooling, PlotOfACsvWithoutMeasurementsFailsClearly) {
+    const fs::path csv = dir / "empty.csv";
+    write_text_file(csv, kExpectedHeader + "\n");
+    EXPECT_NE(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
+                            (dir / "plots").string(),
+                        dir / "plot.log"),
+              0);
+    EXPECT_NE(read_text((dir / "plot.log").string()).find("no measured rows"), std::string::npos);
+}
