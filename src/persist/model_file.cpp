@@ -23,8 +23,8 @@ private:
     uint32_t in_, out_;
 };
 
-TrainedModel open_snapshot(const std::string& path) {
-    Snapshot s = load_snapshot(path);
+TrainedModel open_snapshot(const SafetensorsContents& contents, const std::string& path) {
+    Snapshot s = snapshot_from_contents(contents, path);
     TrainedModel t;
     t.desc = {s.config, s.mode, s.n_input_dims, s.n_output_dims, s.mode_info};
     t.from_snapshot = true;
@@ -46,14 +46,15 @@ TrainedModel open_snapshot(const std::string& path) {
 } // namespace
 
 TrainedModel open_trained_model(const std::string& path) {
-    // Both kinds are safetensors files; the metadata says which.
-    SafetensorsContents header = read_safetensors(path);
-    auto fmt = header.metadata.find("fusedngp.format");
-    if (fmt == header.metadata.end()) {
+    // Both kinds are safetensors files; the metadata says which. Read and
+    // decode the file once (snapshots are tens of MB).
+    const SafetensorsContents contents = read_safetensors(path);
+    auto fmt = contents.metadata.find("fusedngp.format");
+    if (fmt == contents.metadata.end()) {
         throw InputError(path + ": not a fusedngp snapshot or weight file (no \"fusedngp.format\" metadata)");
     }
-    if (fmt->second == "snapshot-v1") return open_snapshot(path);
-    LoadedWeights w = load_weights(path);
+    if (fmt->second == "snapshot-v1") return open_snapshot(contents, path);
+    LoadedWeights w = weights_from_contents(contents, path);
     TrainedModel t;
     t.desc = w.desc;
     t.inference_params = std::move(w.params);

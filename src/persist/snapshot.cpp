@@ -57,8 +57,9 @@ void save_snapshot(const std::string& path, const Snapshot& s) {
     write_safetensors(path, tensors, meta);
 }
 
-Snapshot load_snapshot(const std::string& path) {
-    SafetensorsContents c = read_safetensors(path);
+Snapshot load_snapshot(const std::string& path) { return snapshot_from_contents(read_safetensors(path), path); }
+
+Snapshot snapshot_from_contents(const SafetensorsContents& c, const std::string& path) {
     auto fmt = c.metadata.find(kFormatKey);
     if (fmt == c.metadata.end() || fmt->second != kSnapshotFormat) {
         throw InputError(path + ": not a fusedngp snapshot (metadata \"" + std::string(kFormatKey) + "\" is " +

@@ -7,6 +7,7 @@
 
 #include "backends/backend.h"
 #include "core/json_fields.h"
+#include "io/safetensors.h"
 
 #include <string>
 
@@ -26,6 +27,8 @@ struct Snapshot {
 void save_snapshot(const std::string& path, const Snapshot& snapshot);
 // Throws InputError naming the file: unreadable, corrupt, truncated, not a snapshot.
 Snapshot load_snapshot(const std::string& path);
+// The same from an already decoded file (`source` names it in errors).
+Snapshot snapshot_from_contents(const SafetensorsContents& contents, const std::string& source);
 
 // Does `path` hold a snapshot (rather than exported weights)? Reads the header.
 bool is_snapshot_file(const std::string& path);

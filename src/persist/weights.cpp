@@ -39,8 +39,9 @@ void export_weights(const std::string& path, const ModelDescription& desc, const
     write_safetensors(path, tensors, meta);
 }
 
-LoadedWeights load_weights(const std::string& path) {
-    SafetensorsContents c = read_safetensors(path);
+LoadedWeights load_weights(const std::string& path) { return weights_from_contents(read_safetensors(path), path); }
+
+LoadedWeights weights_from_contents(const SafetensorsContents& c, const std::string& path) {
     auto get = [&](const std::string& key) -> const std::string& {
         auto it = c.metadata.find(key);
         if (it == c.metadata.end()) throw InputError(path + ": weight file metadata lacks \"" + key + "\"");

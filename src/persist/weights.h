@@ -34,5 +34,7 @@ struct LoadedWeights {
 // Reads a weight file and rebuilds the flat parameter array by tensor name,
 // checking every expected tensor is present with the expected shape.
 LoadedWeights load_weights(const std::string& path);
+// The same from an already decoded file (`source` names it in errors).
+LoadedWeights weights_from_contents(const SafetensorsContents& contents, const std::string& source);
 
 } // namespace fusedngp
