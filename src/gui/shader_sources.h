@@ -1,4 +1,4 @@
-// GLSL sources from shaders/*.glsl, embedded at build time (cmake/EmbedShaders.cmake).
+// GLSL sources from shaders/*.glsl, embedded at build time (cmake/EmbedText.cmake).
 #pragma once
 
 #include <string>
