@@ -144,23 +144,25 @@ void Mlp<T>::inference(const T* params, const Matrix<T>& in, Matrix<T>& out) con
 #pragma omp parallel for schedule(static) if (n_chunks > 1)
     for (Eigen::Index c = 0; c < n_chunks; ++c) {
         const Eigen::Index r0 = c * kRowChunk, rows = std::min(kRowChunk, batch - r0);
-        // Two hidden buffers used in turn; the last layer writes into `out`.
+        // Two hidden buffers used in turn; layer 0 reads the input rows in
+        // place and the last layer writes into `out`.
         Matrix<T> buffers[2];
-        Matrix<T> input = in.middleRows(r0, rows);
-        const Matrix<T>* current = &input;
         for (size_t k = 0; k < n_layers(); ++k) {
             const LayerShape& layer = layers_[k];
             ConstMatrixMap<T> weight(params + layer.offset, layer.fan_out, layer.fan_in);
+            auto layer_output = [&](auto&& target) {
+                if (k == 0) target.noalias() = in.middleRows(r0, rows) * weight.transpose();
+                else target.noalias() = buffers[(k - 1) % 2] * weight.transpose();
+            };
             if (is_output_layer(k)) {
-                out.middleRows(r0, rows).noalias() = *current * weight.transpose();
+                layer_output(out.middleRows(r0, rows));
                 activation_forward_inplace(layer_activation(k), out.data() + r0 * out.cols(), rows,
                                            (Eigen::Index)layer.fan_out);
             } else {
                 Matrix<T>& target = buffers[k % 2];
                 target.resize(rows, layer.fan_out);
-                target.noalias() = *current * weight.transpose();
+                layer_output(target);
                 activation_forward_inplace(layer_activation(k), target.data(), rows, (Eigen::Index)layer.fan_out);
-                current = &target;
             }
         }
     }
