@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The fused-MLP boundary study (issue 5, docs/FUSED_MLP_STUDY.md): sweep driver and plots.
 
-  study.py run  --out DIR [--chunk N --n-chunks K] [--budget-s S] [grid options]
+  study.py run  --out DIR [--chunk N --n-chunks K] [--budget-s S] [grid options] [--variants A,B]
   study.py plot --csv FILE --out DIR [--depth D] [--peak-tflops X --peak-gbps Y]
 
 `run` calls `fusedngp bench mlp` (or bench/torch_mlp.py) once per (depth, width)
@@ -16,9 +16,16 @@ passed, so one call stays under a device's time limit. When torch is importable
 (and torch kernels are asked for) bench/torch_mlp.py measures the same grid.
 Each call rewrites DIR/summary.json from the whole CSV.
 
+--variants adds runs of the fused kernel under resource restrictions that
+emulate a smaller GPU (RESTRICTIONS below: shared memory per SM/block capped,
+or one resident block per SM); their rows carry the restriction's name in the
+`variant` column and are compared with the same unrestricted unfused kernels.
+
 `plot` writes PNGs (matplotlib, Agg backend) from such a CSV: the speedup of
 fused over the best unfused kernel as a width x batch heatmap (one file per
-pass), a roofline per point, and throughput against batch for each width.
+pass, one panel per depth), a roofline per point, throughput against batch
+for each width, per-call latency at small batches (<= 4096) and the speedup
+of each restricted variant against width.
 
 Runs with Debian's python3 + python3-numpy + python3-matplotlib.
 """
@@ -32,8 +39,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLUMNS = ["kernel", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup", "iters",
-           "ms", "samples_per_s", "tflops", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"]
+COLUMNS = ["kernel", "variant", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup",
+           "iters", "ms", "samples_per_s", "tflops", "registers", "smem_per_block", "blocks_per_sm", "occupancy",
+           "waves", "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"]
 NATIVE_KERNELS = ("fused", "cublas", "cpu")
 TORCH_KERNELS = ("torch_eager", "torch_graph")
 UNFUSED_KERNELS = ("cublas",) + TORCH_KERNELS
@@ -41,6 +49,18 @@ UNFUSED_KERNELS = ("cublas",) + TORCH_KERNELS
 FUSED_MAX_WIDTH = 256
 CSV_NAME = "study.csv"
 SUMMARY_NAME = "summary.json"
+SMALL_BATCH_MAX = 4096  # the small-batch (latency) regime: batch <= this
+HEATMAP_MIN_BATCH = 1024
+
+# Resource restrictions of the fused kernel: name -> (bench mlp flags, what it emulates).
+RESTRICTIONS = {
+    "rtx3090_smem": (["--fused-smem-per-sm", "100", "--fused-smem-per-block", "99"],
+                     "shared memory of an RTX 3090 (GA102): 100 KB per SM, 99 KB per block"),
+    "a100_smem": (["--fused-smem-per-sm", "164", "--fused-smem-per-block", "163"],
+                  "shared memory of an A100: 164 KB per SM, 163 KB per block"),
+    "one_block_per_sm": (["--fused-blocks-per-sm", "1"],
+                         "one resident block (8 warps) per SM, as if registers or warp slots allowed no more"),
+}
 
 
 # ---------------------------------------------------------------- the grid
@@ -53,21 +73,32 @@ def batch_list(text):
     return [1 << int(b[2:]) if b.startswith("2^") else int(b) for b in text.split(",") if b]
 
 
-def case_key(kernel, pass_name, width, depth, batch):
-    return (kernel, pass_name, int(width), int(depth), int(batch))
+def case_key(kernel, variant, pass_name, width, depth, batch):
+    return (kernel, variant or "", pass_name, int(width), int(depth), int(batch))
+
+
+def row_key(r):
+    return case_key(r["kernel"], r.get("variant", ""), r["pass"], r["width"], r["depth"], r["batch"])
 
 
 def planned_groups(args):
     """[(depth, width, tool, [case keys])] of the whole grid, in a stable order; tool is
-    "native" (fusedngp bench mlp) or "torch" (bench/torch_mlp.py)."""
+    "native" (fusedngp bench mlp), "torch" (bench/torch_mlp.py) or "variant:NAME"
+    (fusedngp bench mlp, fused kernel under the restriction NAME)."""
     groups = []
     for depth in args.depths:
         for width in args.widths:
             for tool in ("native", "torch"):
-                cases = [case_key(k, q, width, depth, b) for k in args.kernels if (k in TORCH_KERNELS) == (tool == "torch")
+                cases = [case_key(k, "", q, width, depth, b) for k in args.kernels
+                         if (k in TORCH_KERNELS) == (tool == "torch")
                          if not (k == "fused" and width > FUSED_MAX_WIDTH) for q in args.passes for b in args.batches]
                 if cases:
                     groups.append((depth, width, tool, cases))
+            if width > FUSED_MAX_WIDTH:
+                continue
+            for variant in args.variants:
+                cases = [case_key("fused", variant, q, width, depth, b) for q in args.passes for b in args.batches]
+                groups.append((depth, width, "variant:" + variant, cases))
     return groups
 
 
@@ -75,7 +106,7 @@ def group_cost(group):
     """Relative cost of a group: FLOP of all its calls (enough to balance chunks)."""
     depth, width, _, cases = group
     macs = 32 * width + (depth - 1) * width * width + width * 16
-    return macs * sum(c[4] * (3 if c[1] == "train" else 1) for c in cases)
+    return macs * sum(c[5] * (3 if c[2] == "train" else 1) for c in cases)
 
 
 def chunk_of(groups, chunk, n_chunks):
@@ -94,7 +125,25 @@ def read_rows(path):
 
 
 def done_keys(rows):
-    return {case_key(r["kernel"], r["pass"], r["width"], r["depth"], r["batch"]) for r in rows if r["ms"]}
+    return {row_key(r) for r in rows if r["ms"]}
+
+
+def ensure_schema(path):
+    """Rewrites a CSV written with an older column set (e.g. before `variant` and
+    the resource columns) with today's COLUMNS; the new columns stay empty."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames == COLUMNS:
+            return
+        rows = list(reader)
+    with open(path + ".tmp", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({c: r.get(c) or "" for c in COLUMNS} for r in rows)
+    os.replace(path + ".tmp", path)
+    print(f"study: {path}: rewrote {len(rows)} rows with the current columns", flush=True)
 
 
 def append_rows(path, rows):
@@ -117,11 +166,14 @@ def group_command(args, group, missing, csv_path):
     depth, width, tool, _ = group
     common = ["--widths", str(width), "--depths", str(depth),
               "--kernels", ",".join(ordered_union(c[0] for c in missing)),
-              "--passes", ",".join(ordered_union(c[1] for c in missing)),
-              "--batches", ",".join(map(str, sorted({c[4] for c in missing}))),
+              "--passes", ",".join(ordered_union(c[2] for c in missing)),
+              "--batches", ",".join(map(str, sorted({c[5] for c in missing}))),
               "--warmup", str(args.warmup), "--iters", str(args.iters), "--csv", csv_path]
     if tool == "torch":
         return [args.torch_python, os.path.join(ROOT, "bench", "torch_mlp.py")] + common
+    if tool.startswith("variant:"):
+        variant = tool.split(":", 1)[1]
+        return [args.fusedngp, "bench", "mlp"] + common + RESTRICTIONS[variant][0] + ["--variant", variant]
     return [args.fusedngp, "bench", "mlp"] + common
 
 
@@ -151,12 +203,13 @@ def runnable_groups(args):
         chunk = {g[:3] for g in chunk_of(groups, args.chunk, args.n_chunks)}
         groups = [g for g in groups if g[:3] in chunk]
     # Native kernels first, torch after (as the issue asks: bench mlp, then torch_mlp.py).
-    return [g for g in groups if g[2] == "native"] + [g for g in groups if g[2] == "torch"]
+    return [g for g in groups if g[2] != "torch"] + [g for g in groups if g[2] == "torch"]
 
 
 def command_run(args):
     os.makedirs(args.out, exist_ok=True)
     csv_path = os.path.join(args.out, CSV_NAME)
+    ensure_schema(csv_path)
     start = time.monotonic()
     ran = skipped = 0
     for group in runnable_groups(args):
@@ -170,8 +223,7 @@ def command_run(args):
             break
         wanted = set(missing)
         new_rows = run_group(args, group, missing)
-        append_rows(csv_path, [r for r in new_rows
-                               if case_key(r["kernel"], r["pass"], r["width"], r["depth"], r["batch"]) in wanted])
+        append_rows(csv_path, [r for r in new_rows if row_key(r) in wanted])
         ran += 1
     summary = write_summary(args.out, read_rows(csv_path))
     print(f"study: {ran} groups run, {skipped} already done, {summary['n_rows']} rows in {csv_path} "
@@ -188,8 +240,11 @@ def measured(rows):
         if not r.get("ms"):
             continue
         row = dict(r)
+        row["variant"] = r.get("variant") or ""
         for c in ("width", "depth", "batch", "n_in", "n_out"):
             row[c] = int(r[c])
+        for c in ("registers", "smem_per_block", "blocks_per_sm", "occupancy", "waves", "rows_per_tile"):
+            row[c] = float(r[c]) if r.get(c) else None
         row["ms"] = float(r["ms"])
         row["flop_per_sample"] = float(r["flop_per_sample"])
         # Derived from ms, not read, so hand-edited or merged rows stay consistent.
@@ -199,10 +254,15 @@ def measured(rows):
     return out
 
 
-def speedups(rows):
-    """{(pass, depth, width, batch): (fused time / best unfused time)^-1, best unfused kernel}."""
+def speedups(rows, variant=""):
+    """{(pass, depth, width, batch): (best unfused time / fused time, best unfused kernel)}; the fused
+    time is that of the given restriction variant ("" = unrestricted), the unfused ones are unrestricted."""
     cases = {}
     for r in rows:
+        if r["kernel"] == "fused" and r["variant"] != variant:
+            continue
+        if r["kernel"] != "fused" and r["variant"]:
+            continue
         cases.setdefault((r["pass"], r["depth"], r["width"], r["batch"]), {})[r["kernel"]] = r["ms"]
     result = {}
     for key, times in cases.items():
@@ -211,6 +271,49 @@ def speedups(rows):
             best = min(unfused, key=unfused.get)
             result[key] = (unfused[best] / times["fused"], best)
     return result
+
+
+def speedup_list(table):
+    return [{"pass": p, "depth": d, "width": w, "batch": b, "speedup": round(s, 4), "best_unfused": k}
+            for (p, d, w, b), (s, k) in sorted(table.items())]
+
+
+def fused_resources(rows):
+    """Resource use of each fused kernel configuration (pass, depth, width, variant): registers, shared
+    memory, resident blocks and occupancy do not depend on the batch; waves do (listed per batch)."""
+    configs = {}
+    for r in rows:
+        if r["kernel"] != "fused" or r["registers"] is None:
+            continue
+        key = (r["pass"], r["depth"], r["width"], r["variant"])
+        entry = configs.setdefault(key, {
+            "pass": r["pass"], "depth": r["depth"], "width": r["width"], "variant": r["variant"],
+            "registers": int(r["registers"]), "smem_per_block": int(r["smem_per_block"]),
+            "blocks_per_sm": int(r["blocks_per_sm"]), "occupancy": r["occupancy"],
+            "rows_per_tile": int(r["rows_per_tile"]), "waves_by_batch": {}})
+        entry["waves_by_batch"][str(r["batch"])] = r["waves"]
+    return [configs[k] for k in sorted(configs)]
+
+
+def small_batch_latency(rows):
+    """Per-call time in microseconds at batches <= SMALL_BATCH_MAX: fused and the best unfused kernel."""
+    cases = {}
+    for r in rows:
+        if r["batch"] > SMALL_BATCH_MAX or r["variant"]:
+            continue
+        cases.setdefault((r["pass"], r["depth"], r["width"], r["batch"]), {})[r["kernel"]] = r["ms"] * 1e3
+    out = []
+    for (p, d, w, b), times in sorted(cases.items()):
+        unfused = {k: t for k, t in times.items() if k in UNFUSED_KERNELS}
+        entry = {"pass": p, "depth": d, "width": w, "batch": b,
+                 "us": {k: round(t, 2) for k, t in sorted(times.items())}}
+        if unfused:
+            best = min(unfused, key=unfused.get)
+            entry["best_unfused"] = best
+            if "fused" in times:
+                entry["speedup"] = round(unfused[best] / times["fused"], 4)
+        out.append(entry)
+    return out
 
 
 def fusion_boundary(speedup_table):
@@ -239,16 +342,25 @@ def write_summary(out_dir, raw_rows):
     table = speedups(rows)
     counts = {}
     for r in rows:
-        counts[r["kernel"]] = counts.get(r["kernel"], 0) + 1
+        name = r["kernel"] + (":" + r["variant"] if r["variant"] else "")
+        counts[name] = counts.get(name, 0) + 1
     summary = {
         "n_rows": len(rows),
         "rows_per_kernel": counts,
         "machines": machine_of(rows),
-        "fused_speedup_over_best_unfused": [
-            {"pass": p, "depth": d, "width": w, "batch": b, "speedup": round(s, 4), "best_unfused": k}
-            for (p, d, w, b), (s, k) in sorted(table.items())],
+        "fused_speedup_over_best_unfused": speedup_list(table),
         "largest_width_where_fused_wins": fusion_boundary(table),
+        "fused_resources": fused_resources(rows),
+        "small_batch_latency_us": small_batch_latency(rows),
+        "restricted": {},
     }
+    for variant in sorted({r["variant"] for r in rows if r["variant"]}):
+        vt = speedups(rows, variant)
+        summary["restricted"][variant] = {
+            "emulates": RESTRICTIONS[variant][1] if variant in RESTRICTIONS else variant,
+            "fused_speedup_over_best_unfused": speedup_list(vt),
+            "largest_width_where_fused_wins": fusion_boundary(vt),
+        }
     with open(os.path.join(out_dir, SUMMARY_NAME), "w") as f:
         json.dump(summary, f, indent=2)
         f.write("\n")
@@ -285,33 +397,109 @@ def bytes_per_sample(row):
     return io + hidden * (2 if row["pass"] == "inference" else 6)
 
 
-def plot_heatmaps(plt, rows, out_dir, depth):
+def plot_heatmaps(plt, rows, out_dir, depths):
+    """One figure per pass, one panel per depth: width x batch (batches >= HEATMAP_MIN_BATCH when any)."""
     table = speedups(rows)
     paths = []
     for pass_name in ("train", "inference"):
-        cells = {(w, b): s for (p, d, w, b), (s, _) in table.items() if p == pass_name and d == depth}
-        if not cells:
+        panels = []
+        for depth in depths:
+            cells = {(w, b): s for (p, d, w, b), (s, _) in table.items() if p == pass_name and d == depth}
+            large = {k: v for k, v in cells.items() if k[1] >= HEATMAP_MIN_BATCH}
+            if large or cells:
+                panels.append((depth, large or cells))
+        if not panels:
             continue
-        widths = sorted({w for w, _ in cells})
-        batches = sorted({b for _, b in cells})
-        grid = [[cells.get((w, b), float("nan")) for b in batches] for w in widths]
-        fig, ax = plt.subplots(figsize=(2.5 + 0.7 * len(batches), 1.5 + 0.5 * len(widths)))
+        values = [v for _, cells in panels for v in cells.values()]
         # Centred on 1 (no gain): red where fusion loses, green where it wins.
-        norm = matplotlib_colors().TwoSlopeNorm(vmin=min(0.5, min(cells.values())), vcenter=1.0,
-                                                vmax=max(2.0, max(cells.values())))
-        image = ax.imshow(grid, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
-        for i, row in enumerate(grid):
-            for j, value in enumerate(row):
-                if value == value:  # not NaN
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
-        ax.set_xticks(range(len(batches)), [batch_label(b) for b in batches], rotation=45)
-        ax.set_yticks(range(len(widths)), [str(w) for w in widths])
-        ax.set_xlabel("batch")
-        ax.set_ylabel("width")
-        ax.set_title(f"{pass_name}: fused speedup over\nbest unfused kernel (depth {depth})", fontsize=10)
-        fig.colorbar(image, ax=ax, label="speedup (x)")
-        paths.append(save(plt, fig, out_dir, f"speedup_heatmap_{pass_name}.png"))
+        norm = matplotlib_colors().TwoSlopeNorm(vmin=min(0.5, min(values)), vcenter=1.0, vmax=max(2.0, max(values)))
+        n_batches = max(len({b for _, b in cells}) for _, cells in panels)
+        n_widths = max(len({w for w, _ in cells}) for _, cells in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(1.5 + (1.0 + 0.55 * n_batches) * len(panels),
+                                                          1.8 + 0.45 * n_widths), squeeze=False,
+                                 layout="constrained")
+        for ax, (depth, cells) in zip(axes.flat, panels):
+            widths = sorted({w for w, _ in cells})
+            batches = sorted({b for _, b in cells})
+            grid = [[cells.get((w, b), float("nan")) for b in batches] for w in widths]
+            image = ax.imshow(grid, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
+            for i, row in enumerate(grid):
+                for j, value in enumerate(row):
+                    if value == value:  # not NaN
+                        ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6)
+            ax.set_xticks(range(len(batches)), [batch_label(b) for b in batches], rotation=60, fontsize=7)
+            ax.set_yticks(range(len(widths)), [str(w) for w in widths], fontsize=7)
+            ax.set_xlabel("batch")
+            ax.set_ylabel("width")
+            ax.set_title(f"depth {depth}", fontsize=9)
+        fig.colorbar(image, ax=list(axes.flat), label="speedup (x)")
+        fig.suptitle(f"{pass_name}: fused speedup over the best unfused kernel", fontsize=10)
+        paths.append(save(plt, fig, out_dir, f"speedup_heatmap_{pass_name}.png", tight=False))
     return paths
+
+
+def plot_small_batch(plt, rows, out_dir, depth):
+    """Per-call time against batch (<= SMALL_BATCH_MAX), one panel per pass x width."""
+    points = [r for r in rows if r["batch"] <= SMALL_BATCH_MAX and r["depth"] == depth and not r["variant"]]
+    batches = {r["batch"] for r in points}
+    if len(batches) < 2:
+        return []
+    passes = [p for p in ("inference", "train") if any(r["pass"] == p for r in points)]
+    widths = sorted({r["width"] for r in points})
+    fig, axes = plt.subplots(len(passes), len(widths), figsize=(2.6 * len(widths), 2.4 * len(passes)),
+                             squeeze=False, sharey="row")
+    for i, pass_name in enumerate(passes):
+        for j, width in enumerate(widths):
+            ax = axes[i][j]
+            for kernel in sorted({r["kernel"] for r in points}):
+                line = sorted((r["batch"], r["ms"] * 1e3) for r in points
+                              if r["pass"] == pass_name and r["width"] == width and r["kernel"] == kernel)
+                if line:
+                    ax.plot([b for b, _ in line], [t for _, t in line], marker="o", markersize=3, label=kernel)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{pass_name}, W = {width}", fontsize=8)
+            ax.set_xlabel("batch", fontsize=7)
+            if j == 0:
+                ax.set_ylabel("us per call", fontsize=7)
+            ax.tick_params(labelsize=6)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(f"small batches: time per call (depth {depth})", fontsize=10)
+    return [save(plt, fig, out_dir, "latency_small_batch.png")]
+
+
+def plot_restrictions(plt, rows, out_dir, depth):
+    """Fused speedup against width, unrestricted and per restriction variant, for the batches measured
+    with variants (at most three), one panel per pass x batch."""
+    variants = sorted({r["variant"] for r in rows if r["variant"]})
+    if not variants:
+        return []
+    vrows = [r for r in rows if r["variant"] and r["depth"] == depth]
+    batches = sorted({r["batch"] for r in vrows})[-3:]
+    passes = [p for p in ("train", "inference") if any(r["pass"] == p for r in vrows)]
+    if not batches or not passes:
+        return []
+    tables = {v: speedups(rows, v) for v in [""] + variants}
+    fig, axes = plt.subplots(len(passes), len(batches), figsize=(3.6 * len(batches), 2.8 * len(passes)),
+                             squeeze=False, sharey=True)
+    for i, pass_name in enumerate(passes):
+        for j, batch in enumerate(batches):
+            ax = axes[i][j]
+            for v in [""] + variants:
+                line = sorted((w, s) for (p, d, w, b), (s, _) in tables[v].items()
+                              if p == pass_name and d == depth and b == batch)
+                if line:
+                    ax.plot([w for w, _ in line], [s for _, s in line], marker="o", markersize=3,
+                            label=v or "H200 (no restriction)")
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{pass_name}, batch {batch_label(batch)}", fontsize=8)
+            ax.set_xlabel("width", fontsize=7)
+            ax.set_ylabel("fused speedup (x)", fontsize=7)
+            ax.tick_params(labelsize=6)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(f"fused speedup under emulated resource limits (depth {depth})", fontsize=10)
+    return [save(plt, fig, out_dir, "restrictions.png")]
 
 
 def batch_label(batch):
@@ -380,9 +568,10 @@ def plot_throughput(plt, rows, out_dir, depth):
     return paths
 
 
-def save(plt, fig, out_dir, name):
+def save(plt, fig, out_dir, name, tight=True):
     path = os.path.join(out_dir, name)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -400,8 +589,12 @@ def command_plot(args):
     os.makedirs(args.out, exist_ok=True)
     depths = sorted({r["depth"] for r in rows})
     depth = args.depth if args.depth is not None else (2 if 2 in depths else depths[0])
-    paths = plot_heatmaps(plt, rows, args.out, depth) + plot_roofline(plt, rows, args.out, args)
-    paths += plot_throughput(plt, rows, args.out, depth)
+    base = [r for r in rows if not r["variant"]]
+    paths = plot_heatmaps(plt, rows, args.out, [args.depth] if args.depth is not None else depths)
+    paths += plot_roofline(plt, base, args.out, args)
+    paths += plot_throughput(plt, base, args.out, depth)
+    paths += plot_small_batch(plt, rows, args.out, depth)
+    paths += plot_restrictions(plt, rows, args.out, depth)
     for path in paths:
         print("study: wrote", path)
     return 0
@@ -428,6 +621,8 @@ def parse_args(argv):
     run.add_argument("--fusedngp", default=os.path.join(ROOT, "build", "fusedngp"), help="the fusedngp binary")
     run.add_argument("--torch-python", default=sys.executable, help="python that runs bench/torch_mlp.py")
     run.add_argument("--quiet", action="store_true", help="hide the tools' tables")
+    run.add_argument("--variants", default="",
+                     help="also run the fused kernel under these resource restrictions: " + ", ".join(RESTRICTIONS))
     plot = sub.add_parser("plot", help="PNG plots from a study CSV")
     plot.add_argument("--csv", required=True)
     plot.add_argument("--out", required=True)
@@ -438,6 +633,10 @@ def parse_args(argv):
     if args.command == "run":
         args.kernels = [k for k in args.kernels.split(",") if k]
         args.passes = [q for q in args.passes.split(",") if q]
+        args.variants = [v for v in args.variants.split(",") if v]
+        for v in args.variants:
+            if v not in RESTRICTIONS:
+                p.error(f"--variants: unknown restriction {v} ({', '.join(RESTRICTIONS)})")
         for k in args.kernels:
             if k not in NATIVE_KERNELS + TORCH_KERNELS:
                 p.error(f"--kernels: unknown kernel {k} ({', '.join(NATIVE_KERNELS + TORCH_KERNELS)})")

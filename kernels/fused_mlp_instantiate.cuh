@@ -15,14 +15,18 @@ const void* fused_kernel(bool training, int mt) {
 } // namespace detail
 
 template <int W>
-cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info) {
+cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, int carveout_percent,
+                                 size_t smem_bytes, KernelInfo* info) {
     const void* kernel = detail::fused_kernel<W>(training, mt);
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dynamic_smem);
+    if (err != cudaSuccess) return err;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent);
     if (err != cudaSuccess) return err;
     cudaFuncAttributes attr{};
     if ((err = cudaFuncGetAttributes(&attr, kernel)) != cudaSuccess) return err;
     info->registers = attr.numRegs;
     info->local_bytes = attr.localSizeBytes;
+    info->static_smem_bytes = attr.sharedSizeBytes;
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->blocks_per_sm, kernel, detail::kThreads, smem_bytes);
 }
 
@@ -48,7 +52,7 @@ cudaError_t launch_fused_train(const KernelArgs& args, int mt, uint32_t grid, si
 
 #define FUSEDNGP_INSTANTIATE_WIDTH(W)                                                                  \
     namespace fusedngp::gpu {                                                                          \
-    template cudaError_t prepare_fused_kernel<W>(bool, int, size_t, size_t, KernelInfo*);                       \
+    template cudaError_t prepare_fused_kernel<W>(bool, int, size_t, int, size_t, KernelInfo*);                  \
     template cudaError_t launch_fused_inference<W>(const KernelArgs&, int, uint32_t, size_t, cudaStream_t); \
     template cudaError_t launch_fused_train<W>(const KernelArgs&, int, uint32_t, size_t, cudaStream_t);     \
     }

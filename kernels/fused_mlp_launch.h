@@ -14,22 +14,27 @@ struct KernelInfo {
     int registers = 0;
     size_t local_bytes = 0;      // stack frame / spills per thread
     int blocks_per_sm = 0;       // at the shared-memory size asked for
+    size_t static_smem_bytes = 0;
 };
 
 // Rows per warp slab is 16 * mt (mt = 1 or 2): two row tiles per warp halve
 // the weight-fragment traffic; mt = 1 exists for very deep/wide networks
 // whose per-row shared memory leaves room for fewer than 32 rows.
-// Raises the kernel's dynamic shared-memory limit to max_dynamic_smem and
-// reports registers and occupancy at smem_bytes.
+// Raises the kernel's dynamic shared-memory limit to max_dynamic_smem, sets
+// its preferred shared-memory carve-out (percent of the SM's unified L1 /
+// shared memory; -1 = the driver's default) and reports registers and
+// occupancy at smem_bytes. The carve-out is a property of the kernel, not of
+// one FusedMlp: every plan sets it, so the last plan made wins.
 template <int W>
-cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info);
+cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, int carveout_percent,
+                                 size_t smem_bytes, KernelInfo* info);
 template <int W>
 cudaError_t launch_fused_inference(const KernelArgs& args, int mt, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
 template <int W>
 cudaError_t launch_fused_train(const KernelArgs& args, int mt, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
 
 #define FUSEDNGP_DECLARE_WIDTH(W)                                                                                 \
-    extern template cudaError_t prepare_fused_kernel<W>(bool, int, size_t, size_t, KernelInfo*);                        \
+    extern template cudaError_t prepare_fused_kernel<W>(bool, int, size_t, int, size_t, KernelInfo*);                   \
     extern template cudaError_t launch_fused_inference<W>(const KernelArgs&, int, uint32_t, size_t, cudaStream_t); \
     extern template cudaError_t launch_fused_train<W>(const KernelArgs&, int, uint32_t, size_t, cudaStream_t);
 FUSEDNGP_DECLARE_WIDTH(16)

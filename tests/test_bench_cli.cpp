@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,8 +18,19 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kExpectedHeader =
-    "kernel,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,gpu,sm_count,"
-    "sm_clock_mhz,mem_clock_mhz,driver,commit";
+    "kernel,variant,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,registers,"
+    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit";
+
+std::vector<std::string> split(const std::string& s, char sep);
+
+// One CSV line as column name -> text (columns from kExpectedHeader).
+std::map<std::string, std::string> fields_of(const std::string& line) {
+    const auto names = split(kExpectedHeader, ',');
+    const auto values = split(line, ',');
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < names.size() && i < values.size(); ++i) row[names[i]] = values[i];
+    return row;
+}
 
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> parts;
@@ -54,31 +66,31 @@ TEST_F(BenchCli, DryRunCsvHasTheSharedSchemaAndOneRowPerPlannedCase) {
     for (size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(split(lines[i], ',').size(), n_columns) << lines[i];
 
     // Order: width, batch, kernel, pass (innermost).
-    const auto first = split(lines[1], ',');
-    EXPECT_EQ(first[0], "fused");
-    EXPECT_EQ(first[1], "inference");
-    EXPECT_EQ(first[2], "16");
-    EXPECT_EQ(first[3], "2");
-    EXPECT_EQ(first[4], "32");      // default n_in
-    EXPECT_EQ(first[5], "16");      // default n_out
-    EXPECT_EQ(first[6], "1024");    // 2^10
+    const auto first = fields_of(lines[1]);
+    EXPECT_EQ(first.at("kernel"), "fused");
+    EXPECT_EQ(first.at("pass"), "inference");
+    EXPECT_EQ(first.at("width"), "16");
+    EXPECT_EQ(first.at("depth"), "2");
+    EXPECT_EQ(first.at("n_in"), "32");      // default n_in
+    EXPECT_EQ(first.at("n_out"), "16");      // default n_out
+    EXPECT_EQ(first.at("batch"), "1024");    // 2^10
     // 2 * (32*16 + (2-1)*16*16 + 16*16) multiply-adds.
-    EXPECT_EQ(first[7], "2048");
-    EXPECT_EQ(first[8], "2");
-    EXPECT_EQ(first[9], "7");
-    EXPECT_EQ(first[10], "");  // not measured
-    EXPECT_EQ(first[13], "dry-run");
-    const auto second = split(lines[2], ',');
-    EXPECT_EQ(second[0], "fused");
-    EXPECT_EQ(second[1], "train");
-    EXPECT_EQ(second[7], "6144");  // training step: 3x the forward FLOP
-    EXPECT_EQ(split(lines[3], ',')[0], "cublas");
-    EXPECT_EQ(split(lines[5], ',')[6], "4096");
-    const auto last = split(lines.back(), ',');
-    EXPECT_EQ(last[0], "cublas");
-    EXPECT_EQ(last[1], "train");
-    EXPECT_EQ(last[2], "64");
-    EXPECT_EQ(last[6], "4096");
+    EXPECT_EQ(first.at("flop_per_sample"), "2048");
+    EXPECT_EQ(first.at("warmup"), "2");
+    EXPECT_EQ(first.at("iters"), "7");
+    EXPECT_EQ(first.at("ms"), "");  // not measured
+    EXPECT_EQ(first.at("gpu"), "dry-run");
+    const auto second = fields_of(lines[2]);
+    EXPECT_EQ(second.at("kernel"), "fused");
+    EXPECT_EQ(second.at("pass"), "train");
+    EXPECT_EQ(second.at("flop_per_sample"), "6144");  // training step: 3x the forward FLOP
+    EXPECT_EQ(fields_of(lines[3]).at("kernel"), "cublas");
+    EXPECT_EQ(fields_of(lines[5]).at("batch"), "4096");
+    const auto last = fields_of(lines.back());
+    EXPECT_EQ(last.at("kernel"), "cublas");
+    EXPECT_EQ(last.at("pass"), "train");
+    EXPECT_EQ(last.at("width"), "64");
+    EXPECT_EQ(last.at("batch"), "4096");
 }
 
 TEST_F(BenchCli, DryRunJsonHasTheSameColumnsWithNullMeasurements) {
@@ -97,6 +109,27 @@ TEST_F(BenchCli, DryRunJsonHasTheSameColumnsWithNullMeasurements) {
     EXPECT_EQ(row["batch"].get<double>(), 65536.0);
     EXPECT_TRUE(row["ms"].is_null());
     EXPECT_TRUE(row["tflops"].is_null());
+}
+
+// The study's resource restrictions apply to the fused kernel only and name
+// its rows' variant (the caps by default, or --variant).
+TEST_F(BenchCli, RestrictionsNameTheVariantOfFusedRowsOnly) {
+    const fs::path csv = dir / "restricted.csv";
+    CliResult r = run_cli("bench mlp --dry-run --widths 64 --passes train --batches 2^16 --fused-smem-per-sm 100 "
+                          "--fused-smem-per-block 99 --fused-blocks-per-sm 1 --csv " + csv.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> lines = split(read_text(csv.string()), '\n');
+    lines.pop_back();
+    ASSERT_EQ(lines.size(), 1u + 2u);
+    EXPECT_EQ(fields_of(lines[1]).at("kernel"), "fused");
+    EXPECT_EQ(fields_of(lines[1]).at("variant"), "smem_sm_kb100+smem_block_kb99+blocks_per_sm1");
+    EXPECT_EQ(fields_of(lines[2]).at("kernel"), "cublas");
+    EXPECT_EQ(fields_of(lines[2]).at("variant"), "");
+
+    ASSERT_EQ(run_cli("bench mlp --dry-run --widths 64 --kernels fused --fused-smem-per-sm 100 --variant rtx3090_smem "
+                      "--csv " + csv.string()).exit_code, 0);
+    lines = split(read_text(csv.string()), '\n');
+    EXPECT_EQ(fields_of(lines[1]).at("variant"), "rtx3090_smem");
 }
 
 TEST_F(BenchCli, DryRunPrintsTheTable) {
@@ -139,12 +172,14 @@ TEST_F(BenchCli, CpuKernelMeasuresWithoutAGpu) {
     ASSERT_EQ(lines.size(), 1u + 4u);  // 2 depths x 2 passes
     EXPECT_EQ(lines[0], kExpectedHeader);
     for (size_t i = 1; i < lines.size(); ++i) {
-        const auto f = split(lines[i], ',');
-        ASSERT_EQ(f.size(), split(kExpectedHeader, ',').size()) << lines[i];
-        EXPECT_EQ(f[0], "cpu");
-        EXPECT_GT(std::stod(f[10]), 0.0) << lines[i];   // ms
-        EXPECT_GT(std::stod(f[11]), 0.0) << lines[i];   // samples_per_s
-        EXPECT_EQ(f[13].rfind("cpu: ", 0), 0u) << f[13];  // the device column names the CPU
-        EXPECT_EQ(f[14], "");                           // no SM count on a CPU
+        ASSERT_EQ(split(lines[i], ',').size(), split(kExpectedHeader, ',').size()) << lines[i];
+        const auto f = fields_of(lines[i]);
+        EXPECT_EQ(f.at("kernel"), "cpu");
+        EXPECT_GT(std::stod(f.at("ms")), 0.0) << lines[i];   // ms
+        EXPECT_GT(std::stod(f.at("samples_per_s")), 0.0) << lines[i];   // samples_per_s
+        EXPECT_EQ(f.at("gpu").rfind("cpu: ", 0), 0u) << f.at("gpu");  // the device column names the CPU
+        EXPECT_EQ(f.at("sm_count"), "");                           // no SM count on a CPU
+        EXPECT_EQ(f.at("registers"), "");  // resources are recorded for the fused kernel only
+        EXPECT_EQ(f.at("variant"), "");
     }
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,8 +23,20 @@ namespace {
 
 const char* kPython = "/usr/bin/python3";
 const std::string kExpectedHeader =
+    "kernel,variant,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,registers,"
+    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit";
+// The schema of the first H200 slice (before variant and the resource columns).
+const std::string kOldHeader =
     "kernel,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,gpu,sm_count,"
     "sm_clock_mhz,mem_clock_mhz,driver,commit";
+
+std::vector<std::string> split_commas(const std::string& line) {
+    std::vector<std::string> parts;
+    std::stringstream ss(line);
+    for (std::string part; std::getline(ss, part, ',');) parts.push_back(part);
+    if (!line.empty() && line.back() == ',') parts.push_back("");
+    return parts;
+}
 
 std::string study_script() { return std::string(FUSEDNGP_SOURCE_DIR) + "/bench/study.py"; }
 
@@ -75,9 +88,15 @@ TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDup
     std::vector<std::string> lines = lines_of(read_text(csv.string()));
     ASSERT_EQ(lines.size(), 1u + 8u) << read_text(csv.string());
     EXPECT_EQ(lines[0], kExpectedHeader);
+    const auto header = split_commas(kExpectedHeader);
     for (size_t i = 1; i < lines.size(); ++i) {
-        EXPECT_EQ(lines[i].rfind("cpu,", 0), 0u) << lines[i];
-        EXPECT_EQ(lines[i].find(",,,,,,,"), std::string::npos) << "measurement columns empty: " << lines[i];
+        const auto f = split_commas(lines[i]);
+        ASSERT_EQ(f.size(), header.size()) << lines[i];
+        EXPECT_EQ(f[0], "cpu") << lines[i];
+        for (const char* measured : {"ms", "samples_per_s", "tflops"}) {
+            const size_t c = std::find(header.begin(), header.end(), measured) - header.begin();
+            EXPECT_FALSE(f[c].empty()) << measured << " empty: " << lines[i];
+        }
     }
 
     // A second run finds every case done: no new rows.
@@ -91,6 +110,21 @@ TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDup
     EXPECT_NE(summary.at("machines").at("cpu").at("gpu").get<std::string>().find("cpu: "), std::string::npos);
 }
 
+// A CSV from before the variant/resource columns is rewritten with today's
+// columns (its rows kept, the new columns empty) and the sweep appends to it.
+TEST_F(StudyTooling, ResumesACsvWithTheOlderColumns) {
+    fs::create_directories(dir / "out");
+    const fs::path csv = dir / "out" / "study.csv";
+    write_text_file(csv, kOldHeader + "\ncublas,train,64,2,32,16,1024,43008,5,20,0.05,2.048e7,0.881,NVIDIA H200,132,"
+                                      "1980,3201,580.159.04,f8696f7\n");
+    ASSERT_EQ(run_reduced_sweep("run.log"), 0) << read_text((dir / "run.log").string());
+    const std::vector<std::string> lines = lines_of(read_text(csv.string()));
+    ASSERT_EQ(lines.size(), 1u + 1u + 8u) << read_text(csv.string());
+    EXPECT_EQ(lines[0], kExpectedHeader);
+    EXPECT_EQ(lines[1].rfind("cublas,,train,64,2,", 0), 0u) << lines[1];
+    EXPECT_NE(lines[1].find(",0.05,"), std::string::npos) << lines[1];
+}
+
 TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     ASSERT_EQ(run_reduced_sweep("run.log"), 0) << read_text((dir / "run.log").string());
     // The CPU sweep has no fused rows; add fake fused rows (times halved)
@@ -98,9 +132,27 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     const fs::path csv = dir / "out" / "study.csv";
     const std::string add_fused = std::string(kPython) + " -c \"import csv,sys; p=sys.argv[1]; " +
                                   "rows=list(csv.DictReader(open(p))); w=csv.DictWriter(open(p,'a'),rows[0].keys()); " +
-                                  "[w.writerow({**r,'kernel':'fused','ms':float(r['ms'])/2}) for r in rows]; " +
+                                  "[w.writerow({**r,'kernel':'fused','ms':float(r['ms'])/2,'registers':96,"
+                                  "'smem_per_block':57344,'blocks_per_sm':2,'occupancy':0.25,'waves':1.5,"
+                                  "'rows_per_tile':256}) for r in rows]; " +
+                                  "[w.writerow({**r,'kernel':'fused','variant':'rtx3090_smem','ms':float(r['ms'])*0.8}) "
+                                  "for r in rows]; " +
                                   "[w.writerow({**r,'kernel':'cublas'}) for r in rows]\" " + csv.string();
     ASSERT_EQ(run_shell(add_fused, dir / "fake.log"), 0) << read_text((dir / "fake.log").string());
+
+    // The summary of the whole CSV: speedups, restricted variants, resources, small-batch latency.
+    ASSERT_EQ(run_reduced_sweep("rerun.log"), 0) << read_text((dir / "rerun.log").string());
+    const auto summary = nlohmann::json::parse(read_text((dir / "out" / "summary.json").string()));
+    ASSERT_EQ(summary.at("fused_speedup_over_best_unfused").size(), 8u);
+    for (const auto& e : summary["fused_speedup_over_best_unfused"]) EXPECT_NEAR(e.at("speedup").get<double>(), 2.0, 1e-3);
+    const auto& restricted = summary.at("restricted").at("rtx3090_smem");
+    EXPECT_NE(restricted.at("emulates").get<std::string>().find("RTX 3090"), std::string::npos);
+    ASSERT_EQ(restricted.at("fused_speedup_over_best_unfused").size(), 8u);
+    for (const auto& e : restricted["fused_speedup_over_best_unfused"]) EXPECT_NEAR(e.at("speedup").get<double>(), 1.25, 1e-3);
+    ASSERT_EQ(summary.at("fused_resources").size(), 4u);  // 2 widths x 2 passes, depth 1
+    EXPECT_EQ(summary["fused_resources"][0].at("registers"), 96);
+    EXPECT_EQ(summary["fused_resources"][0].at("waves_by_batch").size(), 2u);
+    EXPECT_EQ(summary.at("small_batch_latency_us").size(), 8u);
 
     const fs::path plots = dir / "plots";
     ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
@@ -109,7 +161,8 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
               0)
         << read_text((dir / "plot.log").string());
     for (const char* name : {"speedup_heatmap_train.png", "speedup_heatmap_inference.png", "roofline.png",
-                             "throughput_train.png", "throughput_inference.png"}) {
+                             "throughput_train.png", "throughput_inference.png", "latency_small_batch.png",
+                             "restrictions.png"}) {
         const fs::path png = plots / name;
         ASSERT_TRUE(fs::exists(png)) << name << "\n" << read_text((dir / "plot.log").string());
         EXPECT_TRUE(is_png(png)) << name;

@@ -42,6 +42,24 @@ struct BenchMlpOptions {
     int warmup = 5, iters = 20;
     std::string csv, json;
     bool dry_run = false;
+    // Resource restrictions of the fused kernel (the study's emulation of
+    // smaller GPUs); 0 = none. The fused rows then carry `variant`.
+    uint32_t fused_smem_per_sm_kb = 0, fused_smem_per_block_kb = 0, fused_blocks_per_sm = 0;
+    std::string variant;
+
+    bool restricted() const { return fused_smem_per_sm_kb || fused_smem_per_block_kb || fused_blocks_per_sm; }
+    // The variant name of restricted fused rows: --variant, else the caps.
+    std::string variant_name() const {
+        if (!variant.empty() || !restricted()) return variant;
+        std::string name;
+        auto add = [&](const char* key, uint32_t v) {
+            if (v) name += (name.empty() ? "" : "+") + std::string(key) + std::to_string(v);
+        };
+        add("smem_sm_kb", fused_smem_per_sm_kb);
+        add("smem_block_kb", fused_smem_per_block_kb);
+        add("blocks_per_sm", fused_blocks_per_sm);
+        return name;
+    }
 };
 
 // Where the numbers were measured; "dry-run" rows leave it empty. For the
@@ -61,19 +79,26 @@ bool is_cpu_kernel(const std::string& kernel) { return kernel == "cpu"; }
 
 // One CSV row. Measurements are negative until measured (written empty).
 struct BenchRow {
-    std::string kernel, pass;
+    std::string kernel, variant, pass;
     uint32_t width = 0, depth = 0, n_in = 0, n_out = 0, batch = 0;
     double flop_per_sample = 0;
     int warmup = 0, iters = 0;
     double ms = -1;
     bool unsupported = false;  // the kernel cannot run this case: the row is dropped
+    // Resources of the fused kernel (registers < 0: unknown, written empty).
+    int registers = -1, blocks_per_sm = -1;
+    double smem_per_block = -1, occupancy = -1, waves = -1, rows_per_tile = -1;
 };
 
 // Column order of the CSV (and keys of the JSON rows). bench/torch_mlp.py
 // writes the same columns; keep both in sync.
+// variant: empty, or the name of a resource restriction of the fused kernel.
+// registers..rows_per_tile: the fused kernel's resources (empty otherwise).
 const std::vector<std::string> kCsvColumns = {
-    "kernel", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup", "iters", "ms",
-    "samples_per_s", "tflops", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"};
+    "kernel", "variant", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup", "iters",
+    "ms", "samples_per_s", "tflops", "registers", "smem_per_block", "blocks_per_sm", "occupancy", "waves",
+    "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"};
+const std::vector<std::string> kTextColumns = {"kernel", "variant", "pass", "gpu", "driver", "commit"};
 
 // "2^20", "1048576" -> 1048576. Throws InputError naming the option.
 uint32_t parse_batch(const std::string& text) {
@@ -112,6 +137,7 @@ std::vector<BenchRow> plan_rows(const BenchMlpOptions& o) {
                     for (const std::string& pass : o.passes) {
                         BenchRow r;
                         r.kernel = kernel;
+                        if (kernel == "fused") r.variant = o.variant_name();
                         r.pass = pass;
                         r.width = width;
                         r.depth = depth;
@@ -145,10 +171,13 @@ std::string number_or_empty(double v, const char* format) {
 
 // The row's values in kCsvColumns order, as text.
 std::vector<std::string> row_fields(const BenchRow& r, const MachineInfo& m) {
-    return {r.kernel, r.pass, std::to_string(r.width), std::to_string(r.depth), std::to_string(r.n_in),
+    return {r.kernel, r.variant, r.pass, std::to_string(r.width), std::to_string(r.depth), std::to_string(r.n_in),
             std::to_string(r.n_out), std::to_string(r.batch), number_or_empty(r.flop_per_sample, "%.0f"),
             std::to_string(r.warmup), std::to_string(r.iters), number_or_empty(r.ms, "%.6f"),
-            number_or_empty(samples_per_s(r), "%.6e"), number_or_empty(tflops(r), "%.3f"), m.gpu,
+            number_or_empty(samples_per_s(r), "%.6e"), number_or_empty(tflops(r), "%.3f"),
+            number_or_empty(r.registers, "%.0f"), number_or_empty(r.smem_per_block, "%.0f"),
+            number_or_empty(r.blocks_per_sm, "%.0f"), number_or_empty(r.occupancy, "%.4f"),
+            number_or_empty(r.waves, "%.4f"), number_or_empty(r.rows_per_tile, "%.0f"), m.gpu,
             m.sm_count ? std::to_string(m.sm_count) : "", m.sm_clock_mhz ? std::to_string(m.sm_clock_mhz) : "",
             m.mem_clock_mhz ? std::to_string(m.mem_clock_mhz) : "", m.driver, m.commit};
 }
@@ -179,8 +208,8 @@ void write_json(const std::string& path, const std::vector<BenchRow>& rows, cons
         nlohmann::json row;
         for (size_t c = 0; c < fields.size(); ++c) {
             const std::string& v = fields[c];
-            const bool text = c <= 1 || kCsvColumns[c] == "gpu" || kCsvColumns[c] == "driver" ||
-                              kCsvColumns[c] == "commit";
+            const bool text =
+                std::find(kTextColumns.begin(), kTextColumns.end(), kCsvColumns[c]) != kTextColumns.end();
             if (text) row[kCsvColumns[c]] = v;
             else if (v.empty()) row[kCsvColumns[c]] = nullptr;
             else if (v.find_first_of(".e") == std::string::npos) row[kCsvColumns[c]] = std::stoll(v);
@@ -203,16 +232,15 @@ void print_table(const std::vector<BenchRow>& rows, const Machines& m) {
     const bool any_gpu = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !is_cpu_kernel(r.kernel); });
     if (any_gpu || !any_cpu) print_machine(m.gpu);
     if (any_cpu) std::printf("cpu kernel on %s, commit %s\n", m.cpu.gpu.c_str(), m.cpu.commit.c_str());
-    std::printf("%-7s %-9s %5s %5s %9s %10s %12s %9s\n", "kernel", "pass", "W", "depth", "batch", "ms", "Gsamples/s",
-                "TFLOP/s");
+    std::printf("%-7s %-9s %5s %5s %9s %10s %12s %9s %5s %6s %7s  %s\n", "kernel", "pass", "W", "depth", "batch", "ms",
+                "Gsamples/s", "TFLOP/s", "regs", "blk/SM", "waves", "variant");
     for (const BenchRow& r : rows) {
-        if (r.ms < 0) {
-            std::printf("%-7s %-9s %5u %5u %9u %10s %12s %9s\n", r.kernel.c_str(), r.pass.c_str(), r.width, r.depth,
-                        r.batch, "-", "-", "-");
-            continue;
-        }
-        std::printf("%-7s %-9s %5u %5u %9u %10.4f %12.3f %9.1f\n", r.kernel.c_str(), r.pass.c_str(), r.width, r.depth,
-                    r.batch, r.ms, samples_per_s(r) / 1e9, tflops(r));
+        std::printf("%-7s %-9s %5u %5u %9u ", r.kernel.c_str(), r.pass.c_str(), r.width, r.depth, r.batch);
+        if (r.ms < 0) std::printf("%10s %12s %9s", "-", "-", "-");
+        else std::printf("%10.4f %12.3f %9.1f", r.ms, samples_per_s(r) / 1e9, tflops(r));
+        if (r.registers < 0) std::printf(" %5s %6s %7s", "-", "-", "-");
+        else std::printf(" %5d %6d %7.2f", r.registers, r.blocks_per_sm, r.waves);
+        std::printf("  %s\n", r.variant.c_str());
     }
 }
 
@@ -250,16 +278,30 @@ MachineInfo measure_gpu(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
     for (const BenchRow& r : rows)
         if (!is_cpu_kernel(r.kernel)) max_batch = std::max(max_batch, r.batch);
     gpu::MlpBenchRunner runner({o.n_in, o.n_out, o.warmup, o.iters}, max_batch);
+    gpu::FusedMlpTuning tuning;
+    tuning.smem_per_sm_cap = (size_t)o.fused_smem_per_sm_kb * 1024;
+    tuning.smem_per_block_cap = (size_t)o.fused_smem_per_block_kb * 1024;
+    tuning.max_blocks_per_sm = (int)o.fused_blocks_per_sm;
     for (BenchRow& r : rows) {
         if (is_cpu_kernel(r.kernel)) continue;
-        const gpu::MlpBenchCase c{r.kernel, r.pass, r.width, r.depth, r.batch};
+        const gpu::MlpBenchCase c{r.kernel, r.pass, r.width, r.depth, r.batch, tuning};
         if (std::string why = runner.unsupported_reason(c); !why.empty()) {
             std::fprintf(stderr, "bench mlp: skipping %s W=%u depth=%u: %s\n", r.kernel.c_str(), r.width, r.depth,
                          why.c_str());
             r.unsupported = true;
             continue;
         }
-        r.ms = runner.median_ms(c);
+        const gpu::MlpBenchResult result = runner.measure(c);
+        r.ms = result.ms;
+        if (result.resources.known) {
+            const gpu::MlpKernelResources& k = result.resources;
+            r.registers = k.registers;
+            r.smem_per_block = (double)k.smem_per_block;
+            r.blocks_per_sm = k.blocks_per_sm;
+            r.occupancy = k.occupancy;
+            r.waves = k.waves;
+            r.rows_per_tile = k.rows_per_tile;
+        }
     }
     return m;
 }
@@ -339,6 +381,13 @@ void add_bench_command(CLI::App& app) {
     mlp->add_option("--csv", o->csv, "write the rows as CSV");
     mlp->add_option("--json", o->json, "write the rows as JSON");
     mlp->add_flag("--dry-run", o->dry_run, "list the planned rows (no GPU needed, no measurements)");
+    mlp->add_option("--fused-smem-per-sm", o->fused_smem_per_sm_kb,
+                    "restrict the fused kernel to this many KB of shared memory per SM (emulates a smaller GPU; "
+                    "RTX 3090: 100, A100: 164)");
+    mlp->add_option("--fused-smem-per-block", o->fused_smem_per_block_kb,
+                    "restrict one fused block to this many KB of shared memory (RTX 3090: 99)");
+    mlp->add_option("--fused-blocks-per-sm", o->fused_blocks_per_sm, "at most this many resident fused blocks per SM");
+    mlp->add_option("--variant", o->variant, "name of the restriction in the CSV's variant column (default: the caps)");
     mlp->callback([o]() { run_bench_mlp(*o); });
 }
 

@@ -54,9 +54,18 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
     FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
     FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    max_smem_per_block_ = (size_t)value;
+    device_smem_per_block_ = (size_t)value;
     FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
     smem_per_sm_ = (size_t)value;
+    FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    reserved_smem_per_block_ = (size_t)value;
+    max_smem_per_block_ = device_smem_per_block_;
+    if (tuning_.smem_per_block_cap != 0) max_smem_per_block_ = std::min(max_smem_per_block_, tuning_.smem_per_block_cap);
+    if (tuning_.smem_per_sm_cap != 0) {
+        if (tuning_.smem_per_sm_cap <= reserved_smem_per_block_)
+            throw std::invalid_argument("FusedMlp: smem_per_sm_cap leaves no shared memory for a block");
+        max_smem_per_block_ = std::min(max_smem_per_block_, tuning_.smem_per_sm_cap - reserved_smem_per_block_);
+    }
 
     inference_plan_ = plan_pass(false);
     training_plan_ = plan_pass(true);
@@ -86,6 +95,10 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
     const uint32_t cap = tuning_.rows_per_tile ? std::min<uint32_t>(tuning_.rows_per_tile, 256) : 256;
     const uint32_t chunks = hidden_column_chunks(shape_.width);
 
+    // A carve-out in percent of the SM's shared-memory maximum, rounded down:
+    // the driver rounds up to the next configuration it supports (100 KB of
+    // 228 -> 43 % -> the 100 KB configuration).
+    const int carveout = tuning_.smem_per_sm_cap != 0 ? (int)(tuning_.smem_per_sm_cap * 100 / smem_per_sm_) : -1;
     auto evaluate = [&](int mt, uint32_t rows) {
         PassPlan p;
         p.rows_per_tile = rows;
@@ -94,10 +107,17 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
         // The dynamic-smem limit is always set to the device maximum, so
         // objects of one width with different plans never conflict.
         with_width(shape_.width, [&](auto w) {
-            FUSEDNGP_CUDA_CHECK((prepare_fused_kernel<decltype(w)::value>(training, mt, max_smem_per_block_,
+            FUSEDNGP_CUDA_CHECK((prepare_fused_kernel<decltype(w)::value>(training, mt, device_smem_per_block_, carveout,
                                                                           p.smem_bytes, &p.kernel)));
             return 0;
         });
+        // The caps, applied whatever the occupancy calculator makes of the
+        // carve-out hint.
+        if (tuning_.smem_per_sm_cap != 0) {
+            const size_t per_block = p.smem_bytes + p.kernel.static_smem_bytes + reserved_smem_per_block_;
+            p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, (int)(tuning_.smem_per_sm_cap / per_block));
+        }
+        if (tuning_.max_blocks_per_sm > 0) p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, tuning_.max_blocks_per_sm);
         p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
         return p;
     };
@@ -132,7 +152,8 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
         if (found) return best;
     }
     throw std::invalid_argument("FusedMlp: one 16-row tile needs " + std::to_string(row_bytes * 16) +
-                                " bytes of shared memory, more than the device's " +
+                                " bytes of shared memory, more than the " +
+                                std::string(max_smem_per_block_ < device_smem_per_block_ ? "capped " : "device's ") +
                                 std::to_string(max_smem_per_block_) + " (input or depth too large)");
 }
 

@@ -50,6 +50,18 @@ struct FusedMlpTuning {
     // Prefetch the next tile's input (and this tile's dL/dout or target)
     // into L2 at the start of each tile.
     bool l2_prefetch = true;
+
+    // Resource restrictions, to emulate a GPU with less on-chip memory or
+    // fewer resident blocks per SM (the fused-MLP study, docs/FUSED_MLP_STUDY.md).
+    // 0 = the device's own limit.
+    // Shared memory one block may use (an RTX 3090 allows 99 KB).
+    size_t smem_per_block_cap = 0;
+    // Shared memory per SM (RTX 3090: 100 KB, A100: 164 KB). Also sets the
+    // kernels' preferred carve-out, so the rest of the SM's 256 KB serves as L1
+    // as it would on a GPU configured this way.
+    size_t smem_per_sm_cap = 0;
+    // Resident blocks per SM (the grid is sized to this many per SM).
+    int max_blocks_per_sm = 0;
 };
 
 class FusedMlp final : public GpuMlp {
@@ -109,8 +121,10 @@ private:
     FusedMlpTuning tuning_;
     MlpShape shape_;
     int sm_count_ = 0;
-    size_t max_smem_per_block_ = 0;
+    size_t max_smem_per_block_ = 0;  // the device's, lowered by the tuning caps
+    size_t device_smem_per_block_ = 0;
     size_t smem_per_sm_ = 0;
+    size_t reserved_smem_per_block_ = 0;
     float loss_scale_ = 128.f;
     PassPlan inference_plan_, training_plan_;
     DeviceMemory master_;    // fp32 weights, caller layout

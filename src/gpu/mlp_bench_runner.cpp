@@ -4,6 +4,7 @@
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +22,19 @@ void set_random_params(GpuMlp& mlp, uint32_t width) {
     mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)width), 5).data());
 }
 
+MlpKernelResources resources_of(const FusedMlp::PassPlan& plan, uint32_t batch, int sm_count, int max_warps_per_sm) {
+    MlpKernelResources r;
+    r.known = true;
+    r.registers = plan.kernel.registers;
+    r.smem_per_block = plan.smem_bytes + plan.kernel.static_smem_bytes;
+    r.blocks_per_sm = plan.kernel.blocks_per_sm;
+    r.occupancy = (double)plan.kernel.blocks_per_sm * kBlockWarps / max_warps_per_sm;
+    const double tiles = std::ceil((double)batch / plan.rows_per_tile);
+    r.waves = tiles / ((double)std::max(1, plan.kernel.blocks_per_sm) * sm_count);
+    r.rows_per_tile = plan.rows_per_tile;
+    return r;
+}
+
 } // namespace
 
 MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_batch)
@@ -30,7 +44,12 @@ MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_ba
       targets_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1.f, 20),
       // Small, like a mean-reduced loss gradient over a large batch.
       douts_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1e-6f, 30),
-      out_((size_t)max_batch * settings.n_out * sizeof(float)) {}
+      out_((size_t)max_batch * settings.n_out * sizeof(float)) {
+    int device = 0, threads = 0;
+    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+    FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    max_warps_per_sm_ = threads / 32;
+}
 
 std::string MlpBenchRunner::unsupported_reason(const MlpBenchCase& c) const {
     if (c.kernel == "fused") return fused_unsupported_reason(network_config(settings_, c));
@@ -38,11 +57,23 @@ std::string MlpBenchRunner::unsupported_reason(const MlpBenchCase& c) const {
     return "unknown kernel '" + c.kernel + "'";
 }
 
-double MlpBenchRunner::median_ms(const MlpBenchCase& c) {
+MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     if (c.batch > max_batch_) throw std::invalid_argument("batch exceeds the runner's max_batch");
     const GpuMlpConfig config = network_config(settings_, c);
     const bool fused = c.kernel == "fused";
-    std::unique_ptr<GpuMlp> mlp = create_gpu_mlp(config, fused ? MlpKernel::FullyFused : MlpKernel::Cublas, c.batch);
+    std::unique_ptr<GpuMlp> mlp;
+    MlpBenchResult result;
+    if (fused) {
+        auto f = std::make_unique<FusedMlp>(config, c.fused_tuning);
+        int sm_count = 0, device = 0;
+        FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+        FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+        result.resources = resources_of(c.pass == "train" ? f->training_plan() : f->inference_plan(), c.batch, sm_count,
+                                        max_warps_per_sm_);
+        mlp = std::move(f);
+    } else {
+        mlp = create_gpu_mlp(config, MlpKernel::Cublas, c.batch);
+    }
     set_random_params(*mlp, c.width);
     DeviceMemory dweights(mlp->n_params() * sizeof(float));
     float* out = out_.as<float>();
@@ -50,19 +81,23 @@ double MlpBenchRunner::median_ms(const MlpBenchCase& c) {
     const uint32_t batch = c.batch;
     const int warmup = settings_.warmup, iters = settings_.iters;
 
-    if (c.pass == "inference")
-        return time_median_ms(warmup, iters, [&](int i) { mlp->inference(inputs_.at(i), out, batch, nullptr); });
+    if (c.pass == "inference") {
+        result.ms = time_median_ms(warmup, iters, [&](int i) { mlp->inference(inputs_.at(i), out, batch, nullptr); });
+        return result;
+    }
     if (c.pass != "train") throw std::invalid_argument("unknown pass '" + c.pass + "'");
     if (fused) {
         auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
-        return time_median_ms(warmup, iters, [&](int i) {
+        result.ms = time_median_ms(warmup, iters, [&](int i) {
             fused_mlp->train_step(inputs_.at(i), targets_.at(i), LossKind::L2, nullptr, nullptr, dw, batch, nullptr);
         });
+        return result;
     }
-    return time_median_ms(warmup, iters, [&](int i) {
+    result.ms = time_median_ms(warmup, iters, [&](int i) {
         mlp->forward(inputs_.at(i), out, batch, nullptr);
         mlp->backward(inputs_.at(i), douts_.at(i), nullptr, dw, batch, nullptr);
     });
+    return result;
 }
 
 } // namespace fusedngp::gpu

@@ -13,6 +13,7 @@
 //                  the elementwise loss-gradient kernel is not counted.
 #pragma once
 
+#include "gpu/fused_mlp.h"
 #include "gpu/mlp_timing.h"
 
 #include <cstdint>
@@ -24,6 +25,25 @@ struct MlpBenchCase {
     std::string kernel;  // "fused" or "cublas"
     std::string pass;    // "inference" or "train"
     uint32_t width = 0, depth = 0, batch = 0;
+    FusedMlpTuning fused_tuning;  // resource restrictions of the fused kernel (study)
+};
+
+// Resource use of the fused kernel that ran a case (from
+// cudaFuncGetAttributes and the occupancy calculator, after the caps of the
+// case's tuning). Unknown (cuBLAS: opaque library kernels) when !known.
+struct MlpKernelResources {
+    bool known = false;
+    int registers = 0;           // per thread
+    size_t smem_per_block = 0;   // dynamic + static bytes
+    int blocks_per_sm = 0;       // resident, after the caps
+    double occupancy = 0;        // resident warps / the SM's maximum
+    double waves = 0;            // row tiles per resident block (the grid is persistent)
+    uint32_t rows_per_tile = 0;
+};
+
+struct MlpBenchResult {
+    double ms = 0;  // median of one call
+    MlpKernelResources resources;
 };
 
 struct MlpBenchSettings {
@@ -39,14 +59,16 @@ public:
 
     // Empty when the case can run, else why not (one line).
     std::string unsupported_reason(const MlpBenchCase& c) const;
-    // Median milliseconds of one call (see the file comment for what a call is).
-    double median_ms(const MlpBenchCase& c);
+    // Median milliseconds of one call (see the file comment for what a call
+    // is) and, for the fused kernel, its resources.
+    MlpBenchResult measure(const MlpBenchCase& c);
 
 private:
     MlpBenchSettings settings_;
     uint32_t max_batch_;
     RotatedBuffers inputs_, targets_, douts_;
     DeviceMemory out_;
+    int max_warps_per_sm_ = 64;
 };
 
 } // namespace fusedngp::gpu
