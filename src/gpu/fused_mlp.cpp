@@ -176,6 +176,15 @@ void FusedMlp::set_loss_scale(float scale) {
     loss_scale_ = scale;
 }
 
+uint32_t FusedMlp::rows_per_tile_for(uint32_t batch, const PassPlan& plan) const {
+    if (!tuning_.fill_gpu || tuning_.rows_per_tile != 0) return plan.rows_per_tile;
+    // The smallest whole number of warp slabs that gives each resident block
+    // at most one tile; never more than the plan's tile.
+    const uint32_t unit = 16u * (uint32_t)plan.row_tiles_per_warp;
+    const uint32_t per_block = ceil_div(std::max(batch, 1u), plan.max_blocks);
+    return std::min(plan.rows_per_tile, ceil_div(per_block, unit) * unit);
+}
+
 KernelArgs FusedMlp::base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const {
     KernelArgs a;
     a.shape = shape_;
@@ -183,8 +192,8 @@ KernelArgs FusedMlp::base_args(const float* d_in, uint32_t batch, const PassPlan
     a.w_bwd = w_bwd_.as<uint2>();
     a.in = d_in;
     a.batch = batch;
-    a.rows_per_tile = plan.rows_per_tile;
-    a.n_tiles = ceil_div(batch, plan.rows_per_tile);
+    a.rows_per_tile = rows_per_tile_for(batch, plan);
+    a.n_tiles = ceil_div(batch, a.rows_per_tile);
     a.loss_scale = loss_scale_;
     a.inv_loss_scale = 1.f / loss_scale_;
     a.l2_prefetch = tuning_.l2_prefetch;

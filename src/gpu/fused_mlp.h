@@ -50,6 +50,11 @@ struct FusedMlpTuning {
     // Prefetch the next tile's input (and this tile's dL/dout or target)
     // into L2 at the start of each tile.
     bool l2_prefetch = true;
+    // Shrink the row tile (down to one warp slab) for batches too small to
+    // give every resident block a full tile, so small batches spread over
+    // the SMs instead of queueing on a few (batch 1 at W = 256 went from one
+    // 192-row tile on one SM to one 32-row tile). Off when rows_per_tile is set.
+    bool fill_gpu = true;
 
     // Resource restrictions, to emulate a GPU with less on-chip memory or
     // fewer resident blocks per SM (the fused-MLP study, docs/FUSED_MLP_STUDY.md).
@@ -110,6 +115,9 @@ public:
 
     const PassPlan& inference_plan() const { return inference_plan_; }
     const PassPlan& training_plan() const { return training_plan_; }
+    // Rows per tile a call with this batch uses (the plan's, or fewer, see
+    // FusedMlpTuning::fill_gpu).
+    uint32_t rows_per_tile_for(uint32_t batch, const PassPlan& plan) const;
     std::string describe() const override;
 
 private:

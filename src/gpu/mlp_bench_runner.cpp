@@ -22,16 +22,17 @@ void set_random_params(GpuMlp& mlp, uint32_t width) {
     mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)width), 5).data());
 }
 
-MlpKernelResources resources_of(const FusedMlp::PassPlan& plan, uint32_t batch, int sm_count, int max_warps_per_sm) {
+MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& plan, uint32_t batch, int sm_count,
+                                 int max_warps_per_sm) {
     MlpKernelResources r;
     r.known = true;
     r.registers = plan.kernel.registers;
     r.smem_per_block = plan.smem_bytes + plan.kernel.static_smem_bytes;
     r.blocks_per_sm = plan.kernel.blocks_per_sm;
     r.occupancy = (double)plan.kernel.blocks_per_sm * kBlockWarps / max_warps_per_sm;
-    const double tiles = std::ceil((double)batch / plan.rows_per_tile);
+    r.rows_per_tile = mlp.rows_per_tile_for(batch, plan);
+    const double tiles = std::ceil((double)batch / r.rows_per_tile);
     r.waves = tiles / ((double)std::max(1, plan.kernel.blocks_per_sm) * sm_count);
-    r.rows_per_tile = plan.rows_per_tile;
     return r;
 }
 
@@ -68,8 +69,8 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
         int sm_count = 0, device = 0;
         FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
         FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-        result.resources = resources_of(c.pass == "train" ? f->training_plan() : f->inference_plan(), c.batch, sm_count,
-                                        max_warps_per_sm_);
+        result.resources = resources_of(*f, c.pass == "train" ? f->training_plan() : f->inference_plan(), c.batch,
+                                        sm_count, max_warps_per_sm_);
         mlp = std::move(f);
     } else {
         mlp = create_gpu_mlp(config, MlpKernel::Cublas, c.batch);

@@ -228,6 +228,22 @@ TEST(FusedMlp, TwoTilesPerBlock) {
     check_against_reference(c);
 }
 
+// Small batches shrink the tile so they spread over the SMs (fill_gpu, the
+// default, exercised by every small-batch test above); the full-tile path for
+// a batch that leaves blocks idle must agree with the reference too.
+TEST(FusedMlp, FullTilesWithoutFillingTheGpu) {
+    SKIP_WITHOUT_GPU();
+    for (uint32_t w : {16u, 256u}) {
+        Case c;
+        c.width = w;
+        c.depth = 2;
+        c.batch = 3001;
+        c.tuning.fill_gpu = false;
+        c.hidden = Activation::SiLU;
+        check_against_reference(c);
+    }
+}
+
 // The default path prefetches the next tile into L2 (a hint only); the path
 // without it must agree with the reference too, over several tiles per block.
 TEST(FusedMlp, WithoutL2Prefetch) {
