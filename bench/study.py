@@ -3,6 +3,7 @@
 
   study.py run  --out DIR [--chunk N --n-chunks K] [--budget-s S] [grid options] [--variants A,B]
   study.py plot --csv FILE --out DIR [--depth D] [--peak-tflops X --peak-gbps Y]
+  study.py report --csv FILE [--depth D]      (markdown tables, as in the study document)
 
 `run` calls `fusedngp bench mlp` (or bench/torch_mlp.py) once per (depth, width)
 group with the kernels, passes and batches not measured yet (one call per group,
@@ -600,6 +601,96 @@ def command_plot(args):
     return 0
 
 
+# ---------------------------------------------------------------- report
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report_speedups(table, pass_name, depths, batches, widths):
+    """Rows: depth x width, columns: batches; cells: fused speedup."""
+    out = []
+    for depth in depths:
+        for width in widths:
+            cells = [table.get((pass_name, depth, width, b)) for b in batches]
+            if any(cells):
+                out.append([depth, width] + [f"{c[0]:.2f}" if c else "-" for c in cells])
+    return markdown_table(["depth", "W"] + [batch_label(b) for b in batches], out)
+
+
+def report_boundary(table, depths, batches):
+    """Largest width at which fused beats every unfused kernel, per pass x depth x batch."""
+    out = []
+    for pass_name in ("train", "inference"):
+        for depth in depths:
+            cells = []
+            for b in batches:
+                wins = [w for (p, d, w, bb), (s, _) in table.items() if p == pass_name and d == depth and bb == b and s > 1]
+                measured_here = [w for (p, d, w, bb) in table if p == pass_name and d == depth and bb == b]
+                cells.append(str(max(wins)) if wins else ("none" if measured_here else "-"))
+            out.append([pass_name, depth] + cells)
+    return markdown_table(["pass", "depth"] + [batch_label(b) for b in batches], out)
+
+
+def report_resources(rows, depth):
+    res = [e for e in fused_resources(rows) if e["depth"] == depth]
+    out = []
+    for e in sorted(res, key=lambda e: (e["variant"], e["pass"], e["width"])):
+        waves = e["waves_by_batch"]
+        big = max(waves, key=int) if waves else None
+        out.append([e["variant"] or "(none)", e["pass"], e["width"], e["registers"], f"{e['smem_per_block'] / 1024:.1f}",
+                    e["blocks_per_sm"], f"{e['occupancy']:.3f}", e["rows_per_tile"],
+                    f"{waves[big]:.1f} @ {batch_label(int(big))}" if big else "-"])
+    return markdown_table(["restriction", "pass", "W", "registers", "smem KB/block", "blocks/SM", "occupancy",
+                           "rows/tile (largest batch)", "waves (largest batch)"], out)
+
+
+def report_latency(rows, depth, batches):
+    lat = [e for e in small_batch_latency(rows) if e["depth"] == depth and e["batch"] in batches]
+    out = []
+    for e in sorted(lat, key=lambda e: (e["pass"], e["width"], e["batch"])):
+        us = e["us"]
+        best = e.get("best_unfused")
+        out.append([e["pass"], e["width"], e["batch"], us.get("fused", "-"), us.get("cublas", "-"),
+                    us.get("torch_graph", "-"), us.get("torch_eager", "-"),
+                    f"{e['speedup']:.2f} ({best})" if "speedup" in e else "-"])
+    return markdown_table(["pass", "W", "batch", "fused us", "cublas us", "torch graph us", "torch eager us",
+                           "speedup (best unfused)"], out)
+
+
+def command_report(args):
+    rows = measured(read_rows(args.csv))
+    if not rows:
+        raise SystemExit(f"study: {args.csv} has no measured rows")
+    depths = sorted({r["depth"] for r in rows})
+    widths = sorted({r["width"] for r in rows if r["kernel"] == "fused"})
+    large = (sorted({r["batch"] for r in rows if r["batch"] >= HEATMAP_MIN_BATCH}) or
+             sorted({r["batch"] for r in rows}))
+    even = [b for b in large if (b.bit_length() - 1) % 2 == 0] or large
+    table = speedups(rows)
+    depth = args.depth if args.depth is not None else (2 if 2 in depths else depths[0])
+    print("## Largest width at which fused wins\n")
+    print(report_boundary(table, depths, even) + "\n")
+    for pass_name in ("train", "inference"):
+        print(f"## Fused speedup, {pass_name}\n")
+        print(report_speedups(table, pass_name, depths, even, widths) + "\n")
+    for variant in sorted({r["variant"] for r in rows if r["variant"]}):
+        vt = speedups(rows, variant)
+        vb = sorted({r["batch"] for r in rows if r["variant"] == variant})
+        vd = sorted({r["depth"] for r in rows if r["variant"] == variant})
+        print(f"## Restricted: {variant} ({RESTRICTIONS.get(variant, ('', variant))[1]})\n")
+        for pass_name in ("train", "inference"):
+            print(f"{pass_name}:\n\n" + report_speedups(vt, pass_name, vd, vb, widths) + "\n")
+    print(f"## Fused kernel resources (depth {depth})\n")
+    print(report_resources(rows, depth) + "\n")
+    small = sorted({r["batch"] for r in rows if r["batch"] <= SMALL_BATCH_MAX})
+    print(f"## Small batches: time per call (depth {depth})\n")
+    print(report_latency(rows, depth, small) + "\n")
+    return 0
+
+
 # ---------------------------------------------------------------- command line
 
 def parse_args(argv):
@@ -629,6 +720,9 @@ def parse_args(argv):
     plot.add_argument("--depth", type=int, default=None, help="depth of the heatmaps and throughput plots")
     plot.add_argument("--peak-tflops", type=float, default=None, help="compute ceiling (else a CSV column)")
     plot.add_argument("--peak-gbps", type=float, default=None, help="memory ceiling (else a CSV column)")
+    report = sub.add_parser("report", help="markdown tables from a study CSV (stdout)")
+    report.add_argument("--csv", required=True)
+    report.add_argument("--depth", type=int, default=None, help="depth of the resource and latency tables")
     args = p.parse_args(argv)
     if args.command == "run":
         args.kernels = [k for k in args.kernels.split(",") if k]
@@ -647,7 +741,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    return command_run(args) if args.command == "run" else command_plot(args)
+    return {"run": command_run, "plot": command_plot, "report": command_report}[args.command](args)
 
 
 if __name__ == "__main__":

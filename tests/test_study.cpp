@@ -154,6 +154,15 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     EXPECT_EQ(summary["fused_resources"][0].at("waves_by_batch").size(), 2u);
     EXPECT_EQ(summary.at("small_batch_latency_us").size(), 8u);
 
+    // The markdown tables of the study document.
+    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " report --csv " + csv.string(), dir / "report.md"), 0)
+        << read_text((dir / "report.md").string());
+    const std::string report = read_text((dir / "report.md").string());
+    for (const char* heading : {"## Largest width at which fused wins", "## Fused speedup, train",
+                                "## Restricted: rtx3090_smem", "## Fused kernel resources", "## Small batches"})
+        EXPECT_NE(report.find(heading), std::string::npos) << heading << "\n" << report;
+    EXPECT_NE(report.find("| train | 1 | 32 |"), std::string::npos) << report;  // fused wins up to W = 32
+
     const fs::path plots = dir / "plots";
     ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
                             plots.string() + " --peak-tflops 1 --peak-gbps 50",
