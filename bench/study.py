@@ -52,6 +52,9 @@ CSV_NAME = "study.csv"
 SUMMARY_NAME = "summary.json"
 SMALL_BATCH_MAX = 4096  # the small-batch (latency) regime: batch <= this
 HEATMAP_MIN_BATCH = 1024
+# One colour per kernel in every plot.
+KERNEL_COLORS = {"fused": "tab:orange", "cublas": "tab:blue", "torch_eager": "tab:green", "torch_graph": "tab:red",
+                 "cpu": "tab:gray"}
 
 # Resource restrictions of the fused kernel: name -> (bench mlp flags, what it emulates).
 RESTRICTIONS = {
@@ -416,9 +419,13 @@ def plot_heatmaps(plt, rows, out_dir, depths):
         norm = matplotlib_colors().TwoSlopeNorm(vmin=min(0.5, min(values)), vcenter=1.0, vmax=max(2.0, max(values)))
         n_batches = max(len({b for _, b in cells}) for _, cells in panels)
         n_widths = max(len({w for w, _ in cells}) for _, cells in panels)
-        fig, axes = plt.subplots(1, len(panels), figsize=(1.5 + (1.0 + 0.55 * n_batches) * len(panels),
-                                                          1.8 + 0.45 * n_widths), squeeze=False,
+        cols = min(2, len(panels))
+        n_rows = (len(panels) + cols - 1) // cols
+        fig, axes = plt.subplots(n_rows, cols, figsize=(1.5 + (1.0 + 0.55 * n_batches) * cols,
+                                                        (1.8 + 0.45 * n_widths) * n_rows), squeeze=False,
                                  layout="constrained")
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_visible(False)
         for ax, (depth, cells) in zip(axes.flat, panels):
             widths = sorted({w for w, _ in cells})
             batches = sorted({b for _, b in cells})
@@ -433,7 +440,7 @@ def plot_heatmaps(plt, rows, out_dir, depths):
             ax.set_xlabel("batch")
             ax.set_ylabel("width")
             ax.set_title(f"depth {depth}", fontsize=9)
-        fig.colorbar(image, ax=list(axes.flat), label="speedup (x)")
+        fig.colorbar(image, ax=list(axes.flat)[:len(panels)], label="speedup (x)")
         fig.suptitle(f"{pass_name}: fused speedup over the best unfused kernel", fontsize=10)
         paths.append(save(plt, fig, out_dir, f"speedup_heatmap_{pass_name}.png", tight=False))
     return paths
@@ -456,7 +463,8 @@ def plot_small_batch(plt, rows, out_dir, depth):
                 line = sorted((r["batch"], r["ms"] * 1e3) for r in points
                               if r["pass"] == pass_name and r["width"] == width and r["kernel"] == kernel)
                 if line:
-                    ax.plot([b for b, _ in line], [t for _, t in line], marker="o", markersize=3, label=kernel)
+                    ax.plot([b for b, _ in line], [t for _, t in line], marker="o", markersize=3, label=kernel,
+                            color=KERNEL_COLORS.get(kernel))
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_title(f"{pass_name}, W = {width}", fontsize=8)
@@ -464,7 +472,11 @@ def plot_small_batch(plt, rows, out_dir, depth):
             if j == 0:
                 ax.set_ylabel("us per call", fontsize=7)
             ax.tick_params(labelsize=6)
-    axes[0][0].legend(fontsize=6)
+    handles = {}
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, h)
+    axes[0][0].legend(handles.values(), handles.keys(), fontsize=6)
     fig.suptitle(f"small batches: time per call (depth {depth})", fontsize=10)
     return [save(plt, fig, out_dir, "latency_small_batch.png")]
 
@@ -555,7 +567,8 @@ def plot_throughput(plt, rows, out_dir, depth):
             for kernel in sorted({r["kernel"] for r in points if r["width"] == width}):
                 line = sorted((r["batch"], r["samples_per_s"]) for r in points
                               if r["width"] == width and r["kernel"] == kernel)
-                ax.plot([b for b, _ in line], [s / 1e9 for _, s in line], marker="o", markersize=3, label=kernel)
+                ax.plot([b for b, _ in line], [s / 1e9 for _, s in line], marker="o", markersize=3, label=kernel,
+                        color=KERNEL_COLORS.get(kernel))
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_title(f"W = {width}", fontsize=9)
