@@ -58,7 +58,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
     smem_per_sm_ = (size_t)value;
 
-    inference_plan_ = plan_pass(false);
+    if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
     training_plan_ = plan_pass(true);
 
     const size_t padded = n_params_padded(shape_);
@@ -136,6 +136,52 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
                                 std::to_string(max_smem_per_block_) + " (input or depth too large)");
 }
 
+// The register-resident warp kernel (kernels/fused_mlp_warp_device.cuh) for
+// W <= 64 and n_in <= 64 (wider inputs would not fit in registers one slab
+// ahead: they fall back to the block-tile kernel, as does W >= 128, whose
+// activations would not fit either). Candidates: 16- or 32-row slabs, weights
+// in shared memory (when they take at most kWarpSmemWeightsMax) or through
+// L1. The most rows resident per SM wins (occupancy API), ties to 32-row
+// slabs (half the weight-fragment loads per row), then to weights in shared
+// memory.
+bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
+    constexpr size_t kWarpSmemWeightsMax = 48 * 1024;
+    if (shape_.width > 64) return false;
+    const uint32_t kt = shape_.n_in_pad / 16u;
+    if (kt > kMaxWarpInputTiles) return false;
+    const size_t weight_bytes = n_params_padded(shape_) * 2;
+    const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
+    bool found = false;
+    for (int mt : {2, 1}) {
+        if (tuning_.row_tiles_per_warp != 0 && tuning_.row_tiles_per_warp != mt) continue;
+        for (bool in_smem : {true, false}) {
+            if (tuning_.warp_weights_in_smem >= 0 && in_smem != (tuning_.warp_weights_in_smem == 1)) continue;
+            if (in_smem && tuning_.warp_weights_in_smem < 0 && weight_bytes > kWarpSmemWeightsMax) continue;
+            if (in_smem && weight_bytes > max_smem_per_block_) continue;
+            PassPlan p;
+            p.warp = true;
+            p.warp_variant = {mt, kt_in, in_smem};
+            p.rows_per_tile = 16u * mt;
+            p.row_tiles_per_warp = mt;
+            p.smem_bytes = in_smem ? weight_bytes : 0;
+            with_width(shape_.width, [&](auto w) {
+                if constexpr (decltype(w)::value <= 64)
+                    FUSEDNGP_CUDA_CHECK((prepare_warp_inference<decltype(w)::value>(
+                        p.warp_variant, max_smem_per_block_, p.smem_bytes, &p.kernel)));
+                return 0;
+            });
+            if (p.kernel.blocks_per_sm < 1) continue;
+            p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
+            const uint64_t rows = (uint64_t)p.kernel.blocks_per_sm * kWarpKernelThreads / 32 * p.rows_per_tile;
+            const uint64_t best_rows = (uint64_t)plan.kernel.blocks_per_sm * kWarpKernelThreads / 32 * plan.rows_per_tile;
+            // Candidates come in preference order: only strictly more rows win.
+            if (!found || rows > best_rows) plan = p;
+            found = true;
+        }
+    }
+    return found;
+}
+
 void FusedMlp::set_params(const float* host_params) {
     FUSEDNGP_CUDA_CHECK(cudaMemcpy(master_.as<float>(), host_params, n_params() * sizeof(float), cudaMemcpyHostToDevice));
     FUSEDNGP_CUDA_CHECK(launch_convert_weights(master_.as<float>(), w_fwd_.as<uint2>(), w_bwd_.as<uint2>(), shape_, 0));
@@ -174,6 +220,19 @@ void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaSt
     if (batch == 0) return;
     KernelArgs args = base_args(d_in, batch, inference_plan_);
     args.out = d_out;
+    if (inference_plan_.warp) {
+        // Persistent grid: at most the resident blocks, each warp one slab
+        // per step (n_tiles counts slabs here).
+        const uint32_t warps_per_block = kWarpKernelThreads / 32;
+        const uint32_t grid = std::min(ceil_div(args.n_tiles, warps_per_block), inference_plan_.max_blocks);
+        with_width(shape_.width, [&](auto w) {
+            if constexpr (decltype(w)::value <= 64)
+                FUSEDNGP_CUDA_CHECK(launch_warp_inference<decltype(w)::value>(
+                    args, inference_plan_.warp_variant, grid, inference_plan_.smem_bytes, stream));
+            return 0;
+        });
+        return;
+    }
     const uint32_t grid = std::min(args.n_tiles, inference_plan_.max_blocks);
     with_width(shape_.width, [&](auto w) {
         FUSEDNGP_CUDA_CHECK(launch_fused_inference<decltype(w)::value>(
@@ -230,6 +289,13 @@ void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind los
 std::string FusedMlp::describe() const {
     std::ostringstream os;
     auto pass = [&](const char* name, const PassPlan& p) {
+        if (p.warp) {
+            os << name << ": warp kernel (activations in registers), " << 16 * p.row_tiles_per_warp
+               << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", "
+               << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
+               << " B local, " << p.kernel.blocks_per_sm << " blocks/SM of " << kWarpKernelThreads << " threads";
+            return;
+        }
         os << name << ": " << p.rows_per_tile << " rows/tile, " << 16 * p.row_tiles_per_warp << " rows/warp slab, "
            << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
            << " B local, " << p.kernel.blocks_per_sm << " blocks/SM";
