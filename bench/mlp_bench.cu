@@ -198,8 +198,6 @@ int main(int argc, char** argv) {
         };
         std::vector<AbVariant> ab = {{"warp", {}}, {"tile", {}}};
         ab[1].tuning.tile_inference = true;
-        ab.push_back({"warp_nopf", {}});
-        ab.back().tuning.l2_prefetch = false;
         for (int mt : {1, 2})
             for (int smem : {0, 1}) {
                 FusedMlpTuning t;

@@ -19,11 +19,18 @@ BENCH_TIMEOUT="${BENCH_TIMEOUT:-100}" SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-150}
 SANITIZE_FILTER="${SANITIZE_FILTER:-WarpInference/*auto_W16_D2_B127_*:WarpInference/*s32smem_W64*:WarpInference/*pad_W32_D2_B1001_in40*}" \
   scripts/gpu-check "$GC"
 rc=$?
-# The warp kernels' registers (ptxas), one line per kernel.
-grep -A1 "Compiling entry function '_ZN8fusedngp3gpu6detail31fused_mlp_warp" "$GC/build.log" | grep -E "Used|entry" \
-  | sed -E "s/.*warp_inference_kernelIL(i[0-9]+)ELi([0-9])ELi([0-9])ELb([01]).*/W\1 MT\2 KTIN\3 SMEM\4/; s/ptxas info +: //" \
-  | paste - - > "$OUT/ptxas_warp.txt"
-grep -E "Used [0-9]+ registers" "$GC/build.log" | wc -l >> "$OUT/ptxas_warp.txt"
+# The warp kernels' registers (ptxas), one line per kernel, and the SASS
+# instruction mix of the W16 default kernel.
+awk '/Compiling entry function/{f=$0} /Used [0-9]+ registers/{ if (f ~ /warp_inference/) print f " :: " $0 }' "$GC/build.log" \
+  | sed -E "s/.*warp_inference_kernelIL(i[0-9]+)ELi([0-9])ELi([0-9])ELb([01]).*:: +ptxas info +: /W\1 MT\2 KTIN\3 SMEM\4 /" \
+  | sort -u > "$OUT/ptxas_warp.txt"
+echo "kernels with a ptxas report: $(grep -cE 'Used [0-9]+ registers' "$GC/build.log")" >> "$OUT/ptxas_warp.txt"
+if command -v cuobjdump > /dev/null; then
+  echo "== SASS opcode mix, W16 MT2 KTIN2 SMEM1" >> "$OUT/ptxas_warp.txt"
+  cuobjdump -sass -fun '_ZN8fusedngp3gpu6detail31fused_mlp_warp_inference_kernelILi16ELi2ELi2ELb1EEEvNS0_10KernelArgsE' \
+    "$BUILD/kernels/libfusedngp_gpu.a" 2>&1 | grep -oE '^ +/\*[0-9a-f]{4}\*/ +[A-Z0-9_.]+' | awk '{print $2}' \
+    | sort | uniq -c | sort -rn | head -40 >> "$OUT/ptxas_warp.txt"
+fi
 cp "$GC/summary.txt" "$GC/gpu_mlp_tests.log" "$OUT/" 2>/dev/null
 for f in "$GC"/memcheck_*.log "$GC"/racecheck_*.log; do [ -f "$f" ] && { echo "== $f"; tail -4 "$f"; }; done > "$OUT/sanitize.txt"
 [ -f "$GC/mlp_bench.log" ] && tail -45 "$GC/mlp_bench.log" > "$OUT/mlp_bench_tail.txt"

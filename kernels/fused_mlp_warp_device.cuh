@@ -14,8 +14,8 @@
 //   * The input is read from global memory straight into that layout (fp32
 //     pairs -> fp16), one slab ahead: the loads of slab k + 1 are issued
 //     before slab k is computed, so their latency hides behind its products.
-//     With FusedMlpTuning::l2_prefetch the slab after that is also asked
-//     into L2 (prefetch.global.L2, a hint that costs no registers).
+//     (An L2 prefetch of the slab after that, as the tile kernels do, cost
+//     4-5 % at W 16-64 in run 1: removed.)
 //   * The output layer's fp32 accumulators go through the output activation
 //     to global memory (float2 stores when n_out is even).
 //   * Weights are the forward fragment buffer of the block-tile kernels
@@ -51,14 +51,14 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 }
 
 // One B fragment entry (already offset by lane) from shared or global memory.
+// Shared: a plain load (the pointer derives from the kernel's shared array,
+// so it compiles to LDS), which the compiler may hoist and batch like the
+// global ones; an asm volatile LDS here kept every load in program order
+// (run 1: W32 14.0 G/s with it against 15.3 through L1).
 template <bool SMEM_W>
 __device__ __forceinline__ uint2 load_b(const uint2* p) {
     if constexpr (SMEM_W) {
-        uint2 v;
-        asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n"
-                     : "=r"(v.x), "=r"(v.y)
-                     : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))));
-        return v;
+        return *p;
     } else {
         return __ldg(p);
     }
@@ -158,6 +158,22 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
     const uint32_t lane = threadIdx.x & 31u;
     const uint32_t g = lane >> 2, t = lane & 3u;
 
+    const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
+    const uint32_t warps = gridDim.x * kWarpKernelWarps;
+    uint32_t slab = blockIdx.x * kWarpKernelWarps + (threadIdx.x >> 5);
+
+    const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
+    const uint32_t kt_in = sh.n_in_pad / 16u;
+    const bool vec2_in = n_in % 2u == 0 && reinterpret_cast<uintptr_t>(p.in) % 8u == 0;
+    const bool vec2_out = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
+    const Activation hidden_act = sh.hidden_act, out_act = sh.output_act;
+    const uint32_t out_chunks = sh.n_out_pad / 16u;
+
+    // The first slab's loads go out before the weights are staged, so the
+    // two memory latencies overlap.
+    SlabInput<MT, KT_IN> next;
+    if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
+
     const uint2* weights = p.w_fwd;
     if constexpr (SMEM_W) {
         // The whole forward fragment buffer (n_params_padded halves, a
@@ -167,24 +183,10 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
         const uint4* src = reinterpret_cast<const uint4*>(p.w_fwd);
         const uint32_t n16 = (uint32_t)(n_params_padded(sh) * 2u / 16u);
         for (uint32_t i = threadIdx.x; i < n16; i += blockDim.x) dst[i] = __ldg(src + i);
-        __syncthreads();
+        __syncthreads();  // the kernel's only barrier
         weights = reinterpret_cast<const uint2*>(smem_raw);
     }
-
-    const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
-    const uint32_t warps = gridDim.x * kWarpKernelWarps;
-    uint32_t slab = blockIdx.x * kWarpKernelWarps + (threadIdx.x >> 5);
     if (slab >= n_slabs) return;
-
-    const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
-    const uint32_t kt_in = sh.n_in_pad / 16u;
-    const bool vec2_in = n_in % 2u == 0 && reinterpret_cast<uintptr_t>(p.in) % 8u == 0;
-    const bool vec2_out = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
-    const Activation hidden_act = sh.hidden_act, out_act = sh.output_act;
-    const uint32_t out_chunks = sh.n_out_pad / 16u;
-
-    SlabInput<MT, KT_IN> next;
-    load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
 
     for (; slab < n_slabs; slab += warps) {
         const uint32_t row0 = slab * kSlabRows;
@@ -197,19 +199,6 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
 #pragma unroll
                 for (int i = 0; i < 4; ++i) a_in[m][kt][i] = pack_half2(next.x[m][kt][i].x, next.x[m][kt][i].y);
         if (slab + warps < n_slabs) load_slab_input(next, p.in, n_in, p.batch, (slab + warps) * kSlabRows, vec2_in, lane);
-        // The slab after that: ask L2 for its input rows (contiguous in
-        // memory), one 128-byte line per lane and step. A hint: no registers,
-        // nothing waits; it shortens the latency the loads above will see
-        // next time round.
-        if (p.l2_prefetch && slab + 2u * warps < n_slabs) {
-            const uint32_t pf_row0 = (slab + 2u * warps) * kSlabRows;
-            // At most 32 rows x 64 floats: 32-bit byte counts.
-            const uint32_t bytes = min(kSlabRows, p.batch - pf_row0) * n_in * (uint32_t)sizeof(float);
-            const char* base = reinterpret_cast<const char*>(p.in + (size_t)pf_row0 * n_in);
-#pragma unroll 1
-            for (uint32_t off = lane * 128u; off < bytes; off += 32u * 128u)
-                asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off));
-        }
 
         float acc[MT][NT][4];
         uint32_t h[MT][KT][4];

@@ -139,18 +139,26 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
 // The register-resident warp kernel (kernels/fused_mlp_warp_device.cuh) for
 // W <= 64 and n_in <= 64 (wider inputs would not fit in registers one slab
 // ahead: they fall back to the block-tile kernel, as does W >= 128, whose
-// activations would not fit either). Candidates: 16- or 32-row slabs, weights
-// in shared memory (when they take at most kWarpSmemWeightsMax) or through
-// L1. The most rows resident per SM wins (occupancy API), ties to 32-row
-// slabs (half the weight-fragment loads per row), then to weights in shared
-// memory.
+// activations would not fit either). Candidates in order of preference:
+// 32-row slabs (half the weight loads per row, two independent mma chains)
+// before 16-row slabs, weights in shared memory (when they take at most
+// kWarpSmemWeightsMax) before L1. The first candidate that keeps at least
+// kMinWarpBlocks blocks (16 warps) per SM wins, else the one with the most
+// rows resident per SM. H200 run 1 (32 -> W x 2 -> 16, batch 2^20): W16 and
+// W32 fastest with 32-row slabs (5 and 4 blocks/SM), W64 with 16-row slabs
+// and weights in shared memory (12.5 G/s against 10.3 for 32-row slabs at
+// 3 blocks/SM: the mma chains need the warps).
 bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     constexpr size_t kWarpSmemWeightsMax = 48 * 1024;
+    constexpr int kMinWarpBlocks = 4;
     if (shape_.width > 64) return false;
     const uint32_t kt = shape_.n_in_pad / 16u;
     if (kt > kMaxWarpInputTiles) return false;
     const size_t weight_bytes = n_params_padded(shape_) * 2;
     const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
+    auto rows_per_sm = [](const PassPlan& p) {
+        return (uint64_t)p.kernel.blocks_per_sm * kWarpKernelThreads / 32 * p.rows_per_tile;
+    };
     bool found = false;
     for (int mt : {2, 1}) {
         if (tuning_.row_tiles_per_warp != 0 && tuning_.row_tiles_per_warp != mt) continue;
@@ -172,10 +180,11 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
             });
             if (p.kernel.blocks_per_sm < 1) continue;
             p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
-            const uint64_t rows = (uint64_t)p.kernel.blocks_per_sm * kWarpKernelThreads / 32 * p.rows_per_tile;
-            const uint64_t best_rows = (uint64_t)plan.kernel.blocks_per_sm * kWarpKernelThreads / 32 * plan.rows_per_tile;
-            // Candidates come in preference order: only strictly more rows win.
-            if (!found || rows > best_rows) plan = p;
+            if (p.kernel.blocks_per_sm >= kMinWarpBlocks) {
+                plan = p;
+                return true;
+            }
+            if (!found || rows_per_sm(p) > rows_per_sm(plan)) plan = p;
             found = true;
         }
     }
