@@ -15,7 +15,12 @@
 // and writes CSV.
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
-//                           [--csv file] [--variants] [--ceilings]
+//                           [--csv file] [--variants] [--ceilings] [--inference-ab]
+//
+// --inference-ab times inference only, for the warp kernel (default plan and
+// its slab / weight-placement variants) against the block-tile kernel
+// (FusedMlpTuning::tile_inference), every variant twice in interleaved
+// order so that the spread of one variant shows the noise.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
@@ -57,6 +62,7 @@ struct Options {
     std::string csv;
     bool variants = false;
     bool ceilings = false;
+    bool inference_ab = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -73,6 +79,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--csv") o.csv = next();
         else if (a == "--variants") o.variants = true;
         else if (a == "--ceilings") o.ceilings = true;
+        else if (a == "--inference-ab") o.inference_ab = true;
         else if (a == "--widths") {
             o.widths.clear();
             std::stringstream ss(next());
@@ -183,6 +190,58 @@ int main(int argc, char** argv) {
     }
     DeviceMemory target = upload(random_floats((size_t)B * opt.n_out, 1.f, 30));
     DeviceMemory out((size_t)B * opt.n_out * sizeof(float)), din((size_t)B * opt.n_in * sizeof(float));
+
+    if (opt.inference_ab) {
+        struct AbVariant {
+            std::string name;
+            FusedMlpTuning tuning;
+        };
+        std::vector<AbVariant> ab = {{"warp", {}}, {"tile", {}}};
+        ab[1].tuning.tile_inference = true;
+        for (int mt : {1, 2})
+            for (int smem : {0, 1}) {
+                FusedMlpTuning t;
+                t.row_tiles_per_warp = mt;
+                t.warp_weights_in_smem = smem;
+                ab.push_back({"warp_s" + std::to_string(16 * mt) + (smem ? "_smem" : "_l1"), t});
+            }
+        std::vector<Row> ab_rows;
+        const double bound_bytes = 4.0 * (opt.n_in + opt.n_out);
+        for (uint32_t w : opt.widths) {
+            const double fwd_flop = 2 * mlp_macs_per_sample(opt.n_in, w, opt.depth, opt.n_out) * B;
+            for (int round = 0; round < 2; ++round)
+                for (size_t k = 0; k < ab.size(); ++k) {
+                    const AbVariant& v = ab[round == 0 ? k : ab.size() - 1 - k];
+                    FusedMlpConfig cfg{opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None};
+                    FusedMlp mlp(cfg, v.tuning);
+                    if (v.name != "tile" && !mlp.inference_plan().warp) continue;  // W >= 128: no warp kernel
+                    mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
+                    const double ms = time_median_ms(kWarmup, opt.reps, [&](int i) {
+                        mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
+                    });
+                    ab_rows.push_back({v.name, w, "inference r" + std::to_string(round), ms, B / (ms * 1e-3),
+                                       fwd_flop / (ms * 1e-3) / 1e12, mlp.describe()});
+                    if (round == 0) std::printf("%s W=%u: %s\n", v.name.c_str(), w, mlp.describe().c_str());
+                }
+        }
+        std::printf("\nnetwork %u -> %u x W -> %u, ReLU, batch %u, median of %d; %% of the I/O bound at %.0f B/sample "
+                    "and 4.25 TB/s\n", opt.n_in, opt.depth, opt.n_out, B, opt.reps, bound_bytes);
+        std::printf("%-14s %5s %-14s %10s %12s %8s\n", "variant", "W", "pass", "ms", "Gsamples/s", "% bound");
+        for (const Row& r : ab_rows)
+            std::printf("%-14s %5u %-14s %10.4f %12.3f %7.1f%%\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
+                        r.samples_per_s / 1e9, 100.0 * r.samples_per_s * bound_bytes / 4.25e12);
+        if (!opt.csv.empty()) {
+            FILE* f = std::fopen(opt.csv.c_str(), "w");
+            if (f != nullptr) {
+                std::fprintf(f, "variant,width,pass,ms,samples_per_s,tflops,plan\n");
+                for (const Row& r : ab_rows)
+                    std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
+                                 r.samples_per_s, r.tflops, r.plan.c_str());
+                std::fclose(f);
+            }
+        }
+        return 0;
+    }
 
     cublasHandle_t cublas;
     CUBLAS_CHECK(cublasCreate(&cublas));

@@ -67,7 +67,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
         max_smem_per_block_ = std::min(max_smem_per_block_, tuning_.smem_per_sm_cap - reserved_smem_per_block_);
     }
 
-    inference_plan_ = plan_pass(false);
+    if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
     training_plan_ = plan_pass(true);
 
     const size_t padded = n_params_padded(shape_);
@@ -95,10 +95,7 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
     const uint32_t cap = tuning_.rows_per_tile ? std::min<uint32_t>(tuning_.rows_per_tile, 256) : 256;
     const uint32_t chunks = hidden_column_chunks(shape_.width);
 
-    // A carve-out in percent of the SM's shared-memory maximum, rounded down:
-    // the driver rounds up to the next configuration it supports (100 KB of
-    // 228 -> 43 % -> the 100 KB configuration).
-    const int carveout = tuning_.smem_per_sm_cap != 0 ? (int)(tuning_.smem_per_sm_cap * 100 / smem_per_sm_) : -1;
+    const int carveout = carveout_percent();
     auto evaluate = [&](int mt, uint32_t rows) {
         PassPlan p;
         p.rows_per_tile = rows;
@@ -111,13 +108,7 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
                                                                           p.smem_bytes, &p.kernel)));
             return 0;
         });
-        // The caps, applied whatever the occupancy calculator makes of the
-        // carve-out hint.
-        if (tuning_.smem_per_sm_cap != 0) {
-            const size_t per_block = p.smem_bytes + p.kernel.static_smem_bytes + reserved_smem_per_block_;
-            p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, (int)(tuning_.smem_per_sm_cap / per_block));
-        }
-        if (tuning_.max_blocks_per_sm > 0) p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, tuning_.max_blocks_per_sm);
+        apply_resource_caps(p);
         p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
         return p;
     };
@@ -155,6 +146,79 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
                                 " bytes of shared memory, more than the " +
                                 std::string(max_smem_per_block_ < device_smem_per_block_ ? "capped " : "device's ") +
                                 std::to_string(max_smem_per_block_) + " (input or depth too large)");
+}
+
+// A carve-out in percent of the SM's shared-memory maximum, rounded down:
+// the driver rounds up to the next configuration it supports (100 KB of 228
+// -> 43 % -> the 100 KB configuration). -1: the driver's default.
+int FusedMlp::carveout_percent() const {
+    return tuning_.smem_per_sm_cap != 0 ? (int)(tuning_.smem_per_sm_cap * 100 / smem_per_sm_) : -1;
+}
+
+// The study's restrictions (FusedMlpTuning), applied to the resident blocks
+// whatever the occupancy calculator makes of the carve-out hint.
+void FusedMlp::apply_resource_caps(PassPlan& p) const {
+    if (tuning_.smem_per_sm_cap != 0) {
+        const size_t per_block = p.smem_bytes + p.kernel.static_smem_bytes + reserved_smem_per_block_;
+        p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, (int)(tuning_.smem_per_sm_cap / per_block));
+    }
+    if (tuning_.max_blocks_per_sm > 0) p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, tuning_.max_blocks_per_sm);
+}
+
+// The register-resident warp kernel (kernels/fused_mlp_warp_device.cuh) for
+// W <= 64 and n_in <= 64 (wider inputs would not fit in registers one slab
+// ahead: they fall back to the block-tile kernel, as does W >= 128, whose
+// activations would not fit either). Candidates in order of preference:
+// 32-row slabs (half the weight loads per row, two independent mma chains)
+// before 16-row slabs, weights in shared memory (when they take at most
+// kWarpSmemWeightsMax) before L1. The first candidate that keeps at least
+// kMinWarpBlocks blocks (16 warps) per SM wins, else the one with the most
+// rows resident per SM. H200 run 1 (32 -> W x 2 -> 16, batch 2^20): W16 and
+// W32 fastest with 32-row slabs (5 and 4 blocks/SM), W64 with 16-row slabs
+// and weights in shared memory (12.5 G/s against 10.3 for 32-row slabs at
+// 3 blocks/SM: the mma chains need the warps).
+bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
+    constexpr size_t kWarpSmemWeightsMax = 48 * 1024;
+    constexpr int kMinWarpBlocks = 4;
+    if (shape_.width > 64) return false;
+    const uint32_t kt = shape_.n_in_pad / 16u;
+    if (kt > kMaxWarpInputTiles) return false;
+    const size_t weight_bytes = n_params_padded(shape_) * 2;
+    const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
+    auto rows_per_sm = [](const PassPlan& p) {
+        return (uint64_t)p.kernel.blocks_per_sm * kWarpKernelThreads / 32 * p.rows_per_tile;
+    };
+    bool found = false;
+    for (int mt : {2, 1}) {
+        if (tuning_.row_tiles_per_warp != 0 && tuning_.row_tiles_per_warp != mt) continue;
+        for (bool in_smem : {true, false}) {
+            if (tuning_.warp_weights_in_smem >= 0 && in_smem != (tuning_.warp_weights_in_smem == 1)) continue;
+            if (in_smem && tuning_.warp_weights_in_smem < 0 && weight_bytes > kWarpSmemWeightsMax) continue;
+            if (in_smem && weight_bytes > max_smem_per_block_) continue;
+            PassPlan p;
+            p.warp = true;
+            p.warp_variant = {mt, kt_in, in_smem};
+            p.rows_per_tile = 16u * mt;
+            p.row_tiles_per_warp = mt;
+            p.smem_bytes = in_smem ? weight_bytes : 0;
+            with_width(shape_.width, [&](auto w) {
+                if constexpr (decltype(w)::value <= 64)
+                    FUSEDNGP_CUDA_CHECK((prepare_warp_inference<decltype(w)::value>(
+                        p.warp_variant, device_smem_per_block_, carveout_percent(), p.smem_bytes, &p.kernel)));
+                return 0;
+            });
+            apply_resource_caps(p);
+            if (p.kernel.blocks_per_sm < 1) continue;
+            p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
+            if (p.kernel.blocks_per_sm >= kMinWarpBlocks) {
+                plan = p;
+                return true;
+            }
+            if (!found || rows_per_sm(p) > rows_per_sm(plan)) plan = p;
+            found = true;
+        }
+    }
+    return found;
 }
 
 void FusedMlp::set_params(const float* host_params) {
@@ -204,6 +268,19 @@ void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaSt
     if (batch == 0) return;
     KernelArgs args = base_args(d_in, batch, inference_plan_);
     args.out = d_out;
+    if (inference_plan_.warp) {
+        // Persistent grid: at most the resident blocks, each warp one slab
+        // per step (n_tiles counts slabs here).
+        const uint32_t warps_per_block = kWarpKernelThreads / 32;
+        const uint32_t grid = std::min(ceil_div(args.n_tiles, warps_per_block), inference_plan_.max_blocks);
+        with_width(shape_.width, [&](auto w) {
+            if constexpr (decltype(w)::value <= 64)
+                FUSEDNGP_CUDA_CHECK(launch_warp_inference<decltype(w)::value>(
+                    args, inference_plan_.warp_variant, grid, inference_plan_.smem_bytes, stream));
+            return 0;
+        });
+        return;
+    }
     const uint32_t grid = std::min(args.n_tiles, inference_plan_.max_blocks);
     with_width(shape_.width, [&](auto w) {
         FUSEDNGP_CUDA_CHECK(launch_fused_inference<decltype(w)::value>(
@@ -260,6 +337,13 @@ void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind los
 std::string FusedMlp::describe() const {
     std::ostringstream os;
     auto pass = [&](const char* name, const PassPlan& p) {
+        if (p.warp) {
+            os << name << ": warp kernel (activations in registers), " << 16 * p.row_tiles_per_warp
+               << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", "
+               << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
+               << " B local, " << p.kernel.blocks_per_sm << " blocks/SM of " << kWarpKernelThreads << " threads";
+            return;
+        }
         os << name << ": " << p.rows_per_tile << " rows/tile, " << 16 * p.row_tiles_per_warp << " rows/warp slab, "
            << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
            << " B local, " << p.kernel.blocks_per_sm << " blocks/SM";

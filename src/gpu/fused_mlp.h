@@ -27,6 +27,7 @@
 #include "gpu/gpu_mlp.h"
 #include "fused_mlp_args.h"
 #include "fused_mlp_launch.h"
+#include "fused_mlp_warp_launch.h"
 #include "networks/activation.h"
 
 #include <cuda_runtime.h>
@@ -42,7 +43,7 @@ using FusedMlpConfig = GpuMlpConfig;
 
 // Optional overrides of the launch shape (benchmarking); 0 = automatic.
 struct FusedMlpTuning {
-    int row_tiles_per_warp = 0;     // 1 or 2 (16 or 32 rows per warp slab)
+    int row_tiles_per_warp = 0;     // 1 or 2 (16 or 32 rows per warp slab; both inference kernels)
     uint32_t rows_per_tile = 0;     // rows per block tile (rounded down to the slab)
     // true: pick the tile that keeps the most rows resident per SM (then more
     // blocks for inference, larger tiles for training); false: largest tile.
@@ -67,6 +68,14 @@ struct FusedMlpTuning {
     size_t smem_per_sm_cap = 0;
     // Resident blocks per SM (the grid is sized to this many per SM).
     int max_blocks_per_sm = 0;
+
+    // Inference at W <= 64 (n_in <= 64) runs the register-resident warp
+    // kernel (kernels/fused_mlp_warp_device.cuh); true forces the block-tile
+    // kernel that W >= 128 uses (A/B tests and benchmarks).
+    bool tile_inference = false;
+    // Warp kernel: weights staged in shared memory once per block (1), read
+    // through L1 (0), or chosen automatically (-1).
+    int warp_weights_in_smem = -1;
 };
 
 class FusedMlp final : public GpuMlp {
@@ -78,6 +87,10 @@ public:
         size_t smem_bytes = 0;
         uint32_t max_blocks = 0;    // resident blocks on the whole GPU
         KernelInfo kernel;
+        // Inference only: the register-resident warp kernel (rows_per_tile
+        // is then one warp's slab, 16 * row_tiles_per_warp).
+        bool warp = false;
+        WarpKernelVariant warp_variant;
     };
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
@@ -122,6 +135,10 @@ public:
 
 private:
     PassPlan plan_pass(bool training) const;
+    // The warp kernel's plan, or false when the network does not suit it.
+    bool plan_warp_inference(PassPlan& plan) const;
+    int carveout_percent() const;
+    void apply_resource_caps(PassPlan& plan) const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
     void run_training_kernel(KernelArgs args, float* d_dweights, cudaStream_t stream, bool accumulate);
 

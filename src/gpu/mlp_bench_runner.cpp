@@ -29,10 +29,15 @@ MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& p
     r.registers = plan.kernel.registers;
     r.smem_per_block = plan.smem_bytes + plan.kernel.static_smem_bytes;
     r.blocks_per_sm = plan.kernel.blocks_per_sm;
-    r.occupancy = (double)plan.kernel.blocks_per_sm * kBlockWarps / max_warps_per_sm;
+    // The block-tile kernels run 8 warps per block and hand a row tile to a
+    // block; the warp kernel runs kWarpKernelThreads / 32 warps per block and
+    // hands a slab to a warp. Waves = work units per resident worker.
+    const int warps_per_block = plan.warp ? (int)(kWarpKernelThreads / 32) : kBlockWarps;
+    r.occupancy = (double)plan.kernel.blocks_per_sm * warps_per_block / max_warps_per_sm;
     r.rows_per_tile = mlp.rows_per_tile_for(batch, plan);
     const double tiles = std::ceil((double)batch / r.rows_per_tile);
-    r.waves = tiles / ((double)std::max(1, plan.kernel.blocks_per_sm) * sm_count);
+    const int workers_per_block = plan.warp ? warps_per_block : 1;
+    r.waves = tiles / ((double)std::max(1, plan.kernel.blocks_per_sm) * workers_per_block * sm_count);
     return r;
 }
 

@@ -37,8 +37,9 @@ struct MlpKernelResources {
     size_t smem_per_block = 0;   // dynamic + static bytes
     int blocks_per_sm = 0;       // resident, after the caps
     double occupancy = 0;        // resident warps / the SM's maximum
-    double waves = 0;            // row tiles per resident block (the grid is persistent)
-    uint32_t rows_per_tile = 0;
+    double waves = 0;            // work units per resident worker: row tiles per block, or warp
+                                 // slabs per warp for the warp kernel (the grids are persistent)
+    uint32_t rows_per_tile = 0;  // the tile, or the warp kernel's slab
 };
 
 struct MlpBenchResult {

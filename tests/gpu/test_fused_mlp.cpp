@@ -391,6 +391,138 @@ TEST(FusedMlp, DeterministicAndGraphCapturable) {
     cudaStreamDestroy(stream);
 }
 
+// ---- Warp inference kernel against the block-tile kernel ------------------------------
+//
+// W <= 64 inference runs the register-resident warp kernel by default (the
+// grid above checks it against the reference at every width, depth and
+// activation). Here both kernels run on the same weights and inputs, into
+// NaN-poisoned outputs, and each is compared with the double reference and
+// with the other. c.tuning selects the warp kernel's variant; the tile run
+// adds tile_inference. Batches: 1 (one partial slab), 127, 200003 (several
+// slabs per warp: the input pipeline), 1000003 (4098 rows compared).
+
+void check_warp_against_tile(const Case& c) {
+    std::mt19937_64 rng(c.seed * 104729 + c.width * 131 + c.depth);
+    const reference::MlpDims d = dims_of(c);
+    const std::vector<double> params = random_params(d, rng);
+    const std::vector<float> in = to_float(random_values((size_t)c.batch * c.n_in, 1.0, true, rng));
+
+    FusedMlpConfig cfg{c.n_in, c.n_out, c.width, c.depth, c.hidden, c.output};
+    FusedMlp warp(cfg, c.tuning);
+    FusedMlpTuning tile_tuning = c.tuning;
+    tile_tuning.tile_inference = true;
+    FusedMlp tile(cfg, tile_tuning);
+    ASSERT_TRUE(warp.inference_plan().warp) << warp.describe();
+    ASSERT_FALSE(tile.inference_plan().warp) << tile.describe();
+    if (c.tuning.row_tiles_per_warp != 0) {
+        EXPECT_EQ(warp.inference_plan().row_tiles_per_warp, c.tuning.row_tiles_per_warp);
+    }
+    if (c.tuning.warp_weights_in_smem >= 0) {
+        EXPECT_EQ(warp.inference_plan().warp_variant.weights_in_smem, c.tuning.warp_weights_in_smem == 1);
+    }
+    const std::vector<float> params_f = to_float(params);
+    warp.set_params(params_f.data());
+    tile.set_params(params_f.data());
+
+    DeviceFloats d_in(in), d_warp((size_t)c.batch * c.n_out), d_tile((size_t)c.batch * c.n_out);
+    warp.inference(d_in.ptr(), d_warp.ptr(), c.batch, nullptr);
+    tile.inference(d_in.ptr(), d_tile.ptr(), c.batch, nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> out_warp = d_warp.download(), out_tile = d_tile.download();
+    ASSERT_TRUE(all_finite(out_warp)) << "warp kernel: unwritten or non-finite output " << warp.describe();
+    ASSERT_TRUE(all_finite(out_tile)) << "tile kernel: unwritten or non-finite output";
+
+    std::vector<uint32_t> rows = rows_to_check(c.batch, rng);
+    std::vector<uint32_t> all_rows;
+    if (rows.empty())
+        for (uint32_t r = 0; r < c.batch; ++r) all_rows.push_back(r);
+    const std::vector<uint32_t>& checked = rows.empty() ? all_rows : rows;
+    std::vector<double> ref((size_t)c.batch * c.n_out, 0.0), tile_d(out_tile.begin(), out_tile.end());
+    std::vector<std::vector<double>> z;
+    std::vector<double> x(c.n_in);
+    for (uint32_t r : checked) {
+        for (uint32_t i = 0; i < c.n_in; ++i) x[i] = in[(size_t)r * c.n_in + i];
+        reference::forward(d, params.data(), x.data(), ref.data() + (size_t)r * c.n_out, z);
+    }
+    const double e_warp = relative_error(out_warp, ref, c.n_out, checked);
+    const double e_tile = relative_error(out_tile, ref, c.n_out, checked);
+    const double e_ab = relative_error(out_warp, tile_d, c.n_out, checked);
+    EXPECT_LE(e_warp, c.fwd_tol) << case_name(c) << " " << warp.describe();
+    EXPECT_LE(e_tile, c.fwd_tol) << case_name(c);
+    EXPECT_LE(e_ab, c.fwd_tol) << case_name(c) << " " << warp.describe();
+    std::printf("[ errors ] %-52s warp %.2e  tile %.2e  warp-tile %.2e\n", case_name(c).c_str(), e_warp, e_tile, e_ab);
+}
+
+std::vector<Case> warp_cases() {
+    std::vector<Case> cases;
+    auto add = [&](uint32_t w, uint32_t depth, uint32_t batch, uint32_t n_in, uint32_t n_out, Activation hidden,
+                   Activation output, int mt, int smem, const char* label) {
+        Case c;
+        c.width = w;
+        c.depth = depth;
+        c.batch = batch;
+        c.n_in = n_in;
+        c.n_out = n_out;
+        c.hidden = hidden;
+        c.output = output;
+        c.tuning.row_tiles_per_warp = mt;
+        c.tuning.warp_weights_in_smem = smem;
+        c.seed = 300 + cases.size();
+        c.label = label;
+        if (depth > 4) c.fwd_tol = 3e-3;  // fp16 rounding of 16 stacked layers (as DeepWide)
+        cases.push_back(c);
+    };
+    const Activation relu = Activation::ReLU, none = Activation::None;
+    for (uint32_t w : {16u, 32u, 64u}) {
+        // The default plan at the batches of the brief and the deepest net.
+        for (uint32_t batch : {1u, 127u, 200003u, 1000003u}) add(w, 2, batch, 32, 16, relu, none, 0, -1, "auto_");
+        add(w, 16, 1000, 32, 16, Activation::Tanh, none, 0, -1, "auto_");
+        add(w, 1, 999, 32, 16, relu, Activation::Sigmoid, 0, -1, "auto_");
+        // Every variant (slab height x weight placement), several slabs per warp.
+        for (int mt : {1, 2})
+            for (int smem : {0, 1})
+                add(w, 3, 200003, 32, 16, Activation::SiLU, none, mt, smem,
+                    mt == 1 ? (smem ? "s16smem_" : "s16l1_") : (smem ? "s32smem_" : "s32l1_"));
+        // Input and output padding: n_in 3 (scalar loads, one k-tile), 17 (odd,
+        // two k-tiles), 40 (three k-tiles in the four-tile kernel), 64 (four);
+        // n_out 1 (scalar stores), 70 (odd chunks: five output chunks).
+        add(w, 2, 1001, 3, 1, Activation::LeakyReLU, none, 0, -1, "pad_");
+        add(w, 2, 1001, 17, 5, Activation::Sine, Activation::Tanh, 0, -1, "pad_");
+        add(w, 2, 1001, 40, 70, Activation::Softplus, none, 0, -1, "pad_");
+        add(w, 4, 1001, 64, 16, Activation::Sigmoid, Activation::Squareplus, 1, 0, "pad_");
+        add(w, 4, 1001, 64, 16, Activation::Squareplus, Activation::SiLU, 2, 1, "pad_");
+        add(w, 16, 127, 3, 1, relu, none, 1, 1, "pad_");
+    }
+    return cases;
+}
+
+class FusedMlpWarpVsTile : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FusedMlpWarpVsTile, SameOutputs) {
+    SKIP_WITHOUT_GPU();
+    check_warp_against_tile(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(WarpInference, FusedMlpWarpVsTile, ::testing::ValuesIn(warp_cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) { return case_name(param_info.param); });
+
+// Which inference kernel the planner picks.
+TEST(FusedMlp, InferenceKernelChoice) {
+    SKIP_WITHOUT_GPU();
+    auto warp_plan = [](uint32_t n_in, uint32_t w, FusedMlpTuning t = {}) {
+        return FusedMlp(FusedMlpConfig{n_in, 16, w, 2, Activation::ReLU, Activation::None}, t).inference_plan().warp;
+    };
+    EXPECT_TRUE(warp_plan(32, 16));
+    EXPECT_TRUE(warp_plan(32, 32));
+    EXPECT_TRUE(warp_plan(64, 64));
+    EXPECT_FALSE(warp_plan(32, 128));   // activations would not fit in registers
+    EXPECT_FALSE(warp_plan(65, 64));    // input too wide to prefetch into registers
+    EXPECT_FALSE(warp_plan(100, 16));
+    FusedMlpTuning tile;
+    tile.tile_inference = true;
+    EXPECT_FALSE(warp_plan(32, 16, tile));
+}
+
 TEST(FusedMlp, RejectsUnsupportedConfigs) {
     FusedMlpConfig cfg{32, 16, 48, 2, Activation::ReLU, Activation::None};
     EXPECT_THROW(FusedMlp{cfg}, std::invalid_argument);
