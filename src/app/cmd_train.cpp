@@ -70,6 +70,7 @@ void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::stri
 json summary_json(const TrainOptions& o, const std::string& mode, const Backend& b, const TrainOutcome& outcome,
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
     double secs = outcome.last.train_seconds;
+    const StepTimings t = b.last_timings();
     return json{{"mode", mode},
                 {"backend", b.name()},
                 {"data", o.data},
@@ -86,6 +87,8 @@ json summary_json(const TrainOptions& o, const std::string& mode, const Backend&
                 {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
                 {"image", image_mode_info(image)},
                 {"psnr_history", psnr_history},
+                // Where the time of the last timed step went (see the printed line).
+                {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
                 {"config", b.config()}};
 }
 
@@ -149,6 +152,12 @@ int run_train(TrainOptions o) {
     std::string summary_text = summary.dump(2) + "\n";
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 
+    // The split of one step, so a slow step says which part is slow (forward:
+    // sampling excluded, encoding + network; backward: loss, network and
+    // encoding gradients; optimizer: the update of all parameters).
+    const StepTimings t = backend->last_timings();
+    std::printf("last step: forward %.3f ms, backward %.3f ms, optimizer %.3f ms\n", t.forward_ms, t.backward_ms,
+                t.optimizer_ms);
     if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
     std::printf("%llu steps in %.1f s, PSNR %.2f dB, SSIM %.4f -> %s/{snapshot.fusedngp, render.png, summary.json}\n",
                 (unsigned long long)outcome.last.step, outcome.last.train_seconds, quality.psnr, quality.ssim,
