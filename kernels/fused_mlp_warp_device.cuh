@@ -1,13 +1,12 @@
 // Register-resident, warp-independent inference kernel for the narrow widths
 // (W = 16, 32, 64). See docs/FUSED_MLP_DESIGN.md, "Warp inference kernel".
 //
-// Each warp owns one contiguous range of rows (a persistent grid, ranges of
-// equal size in 16-row steps, no atomics) and runs the whole network on it,
-// 16 * MT rows (a slab) at a time, with every activation in registers.
-// (Ranges instead of round-robin slabs: with slabs handed out round-robin the
-// last round of a 2^20-row call left about 60 % of the warps idle, a few
-// percent of a memory-bound kernel's time; equal ranges end within 16 rows
-// of each other.)
+// Each warp takes 16 * MT-row slabs of the batch (slab = global warp index +
+// k * total warps: a persistent grid, no atomics) and runs the whole network
+// on one slab with every activation in registers. (Tried on the H200 at
+// 5d5c0bf: one contiguous, equal row range per warp, so that no last round of
+// slabs leaves warps idle. 6 % slower at W = 16, batch 2^20 and 2^22: the
+// round-robin order keeps all warps reading one region of memory at a time.)
 //   * The m16n8k16 fp32 accumulator fragments of two adjacent n8 tiles cover
 //     the same rows and 16 consecutive columns that one k16 A-operand
 //     fragment of the next product needs, element for element: lane
@@ -69,9 +68,8 @@ __device__ __forceinline__ uint2 load_b(const uint2* p) {
 }
 
 // The raw fp32 input of one slab, in A-fragment order: x[m][kt][i] is the pair
-// (row m*16 + g + 8*(i%2), columns kt*16 + 2t + 8*(i/2) and +1). Rows at or
-// past `batch` (the caller's row limit: the end of its range) and columns past
-// n_in read nothing and hold zeros.
+// (row m*16 + g + 8*(i%2), columns kt*16 + 2t + 8*(i/2) and +1). Rows past the
+// batch and columns past n_in read nothing and hold zeros.
 template <int MT, int KT>
 struct SlabInput {
     float2 x[MT][KT][4];
@@ -163,12 +161,9 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
     const uint32_t lane = threadIdx.x & 31u;
     const uint32_t g = lane >> 2, t = lane & 3u;
 
-    // This warp's rows: [row, row_end), at most rows_per_warp of them.
+    const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
     const uint32_t warps = gridDim.x * kWarpKernelWarps;
-    const uint32_t rows_per_warp = ((p.batch + warps - 1) / warps + 15u) / 16u * 16u;
-    const uint32_t warp_index = blockIdx.x * kWarpKernelWarps + (threadIdx.x >> 5);
-    const uint32_t range_begin = min(p.batch, warp_index * rows_per_warp);
-    const uint32_t row_end = min(p.batch, range_begin + rows_per_warp);
+    uint32_t slab = blockIdx.x * kWarpKernelWarps + (threadIdx.x >> 5);
 
     const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
     const uint32_t kt_in = sh.n_in_pad / 16u;
@@ -180,7 +175,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
     // The first slab's loads go out before the weights are staged, so the
     // two memory latencies overlap.
     SlabInput<MT, KT_IN> next;
-    if (range_begin < row_end) load_slab_input(next, p.in, n_in, row_end, range_begin, vec2_in, lane);
+    if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
 
     const uint2* weights = p.w_fwd;
     if constexpr (SMEM_W) {
@@ -194,9 +189,10 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
         __syncthreads();  // the kernel's only barrier
         weights = reinterpret_cast<const uint2*>(smem_raw);
     }
-    if (range_begin >= row_end) return;
+    if (slab >= n_slabs) return;
 
-    for (uint32_t row0 = range_begin; row0 < row_end; row0 += kSlabRows) {
+    for (; slab < n_slabs; slab += warps) {
+        const uint32_t row0 = slab * kSlabRows;
         // This slab's input, converted; then the next slab's loads go out.
         uint32_t a_in[MT][KT_IN][4];
 #pragma unroll
@@ -205,7 +201,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
             for (int kt = 0; kt < KT_IN; ++kt)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) a_in[m][kt][i] = pack_half2(next.x[m][kt][i].x, next.x[m][kt][i].y);
-        if (row0 + kSlabRows < row_end) load_slab_input(next, p.in, n_in, row_end, row0 + kSlabRows, vec2_in, lane);
+        if (slab + warps < n_slabs) load_slab_input(next, p.in, n_in, p.batch, (slab + warps) * kSlabRows, vec2_in, lane);
 
         float acc[MT][NT][4];
         uint32_t h[MT][KT][4];
@@ -227,7 +223,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
 #pragma unroll
                 for (int hh = 0; hh < 2; ++hh) {
                     const uint32_t r = row0 + m * 16u + g + 8u * hh;
-                    if (r >= row_end) continue;  // the next warp's rows
+                    if (r >= p.batch) continue;
                     float* dst = p.out + (size_t)r * n_out;
 #pragma unroll
                     for (int n = 0; n < 2; ++n) {
