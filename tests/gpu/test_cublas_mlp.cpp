@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ std::string case_name(const Case& c) {
            "_in" + std::to_string(c.n_in) + "_out" + std::to_string(c.n_out) + "_act" + std::to_string((int)c.hidden) +
            "_" + std::to_string((int)c.output);
 }
+
+// gtest prints parameters through this (ctest lists them): the case name
+// instead of the struct's raw bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 reference::MlpDims dims_of(const Case& c) { return {c.n_in, c.width, c.depth, c.n_out, c.hidden, c.output}; }
 GpuMlpConfig config_of(const Case& c) { return {c.n_in, c.n_out, c.width, c.depth, c.hidden, c.output}; }

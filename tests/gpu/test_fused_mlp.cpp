@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +42,10 @@ std::string case_name(const Case& c) {
            std::to_string(c.n_in) + "_out" + std::to_string(c.n_out) + "_act" + std::to_string((int)c.hidden) + "_" +
            std::to_string((int)c.output);
 }
+
+// gtest prints parameters through this (ctest lists them): the case name
+// instead of the struct's raw bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
 reference::MlpDims dims_of(const Case& c) {
     reference::MlpDims d;
