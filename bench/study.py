@@ -716,7 +716,8 @@ def parse_args(argv):
     run.add_argument("--budget-s", type=float, default=0, help="start no new group after this many seconds")
     run.add_argument("--widths", type=int_list, default=[16, 32, 64, 128, 256, 512])
     run.add_argument("--depths", type=int_list, default=[1, 2, 4, 8])
-    run.add_argument("--batches", type=batch_list, default=[1 << k for k in range(10, 23)])
+    # 2^10 ... 2^22, plus the small-batch (latency) regime 1 ... 256.
+    run.add_argument("--batches", type=batch_list, default=[1, 4, 16, 64, 256] + [1 << k for k in range(10, 23)])
     run.add_argument("--kernels", default="fused,cublas,torch_eager,torch_graph",
                      help="comma separated: fused, cublas, cpu, torch_eager, torch_graph")
     run.add_argument("--passes", default="inference,train")
