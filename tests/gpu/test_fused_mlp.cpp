@@ -700,13 +700,17 @@ std::vector<TrainCase> warp_train_cases() {
         add(w, 2, 1000003, 32, 16, Activation::SiLU, none, l2, false, false);
         add(w, 1, 200003, 3, 1, Activation::SiLU, none, l2, true, false);
         add(w, 4, 200003, 17, 16, Activation::Tanh, Activation::Sigmoid, bwd, false, true);
-        add(w, 4, 127, 40, 70, Activation::LeakyReLU, none, l1, true, false);
-        add(w, 2, 127, 64, 70, Activation::Softplus, Activation::Tanh, l2, false, true);
+        // At W = 32 these four get 1 block per SM (wide n_in / n_out, depth 4):
+        // the default plan falls back to the tile kernel there (H200, eaead3c),
+        // so they force the warp kernel.
+        const bool f32 = w == 32;
+        add(w, 4, 127, 40, 70, Activation::LeakyReLU, none, l1, true, false, f32);
+        add(w, 2, 127, 64, 70, Activation::Softplus, Activation::Tanh, l2, false, true, f32);
         add(w, 2, 1001, 64, 1, Activation::Sine, none, bwd, true, true);
         add(w, 1, 5000, 17, 1, Activation::Sigmoid, Activation::Squareplus, l1, false, false);
         add(w, 2, 200003, 40, 16, Activation::Squareplus, Activation::SiLU, l2, true, false);
-        add(w, 3, 1000, 3, 70, none, none, bwd, true, false);
-        add(w, 4, 1, 64, 1, relu, Activation::LeakyReLU, bwd, true, true);
+        add(w, 3, 1000, 3, 70, none, none, bwd, true, false, f32);
+        add(w, 4, 1, 64, 1, relu, Activation::LeakyReLU, bwd, true, true, f32);
     }
     // Deep: only when forced (fewer than 2 blocks per SM fit by default).
     add(16, 16, 1000, 32, 16, Activation::Tanh, none, bwd, true, false, true);
