@@ -16,11 +16,18 @@
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
 //                           [--csv file] [--variants] [--ceilings] [--inference-ab]
+//                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576]]
 //
 // --inference-ab times inference only, for the warp kernel (default plan and
 // its slab / weight-placement variants) against the block-tile kernel
 // (FusedMlpTuning::tile_inference), every variant twice in interleaved
 // order so that the spread of one variant shows the noise.
+//
+// --train-ab times training only, the warp training kernel (default plan at
+// W = 16/32) against the block-tile kernel (FusedMlpTuning::tile_training),
+// for every width x depth x batch: the fused L2 step (no dL/dinput, as
+// `fusedngp bench mlp --passes train`) and forward + backward with dL/dout
+// from the caller and dL/dinput; both variants twice in interleaved order.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
@@ -63,6 +70,8 @@ struct Options {
     bool variants = false;
     bool ceilings = false;
     bool inference_ab = false;
+    bool train_ab = false;
+    std::vector<uint32_t> depths, batches;  // --train-ab (default: --depth, --batch)
 };
 
 Options parse(int argc, char** argv) {
@@ -80,6 +89,13 @@ Options parse(int argc, char** argv) {
         else if (a == "--variants") o.variants = true;
         else if (a == "--ceilings") o.ceilings = true;
         else if (a == "--inference-ab") o.inference_ab = true;
+        else if (a == "--train-ab") o.train_ab = true;
+        else if (a == "--depths" || a == "--batches") {
+            std::vector<uint32_t>& list = a == "--depths" ? o.depths : o.batches;
+            std::stringstream ss(next());
+            std::string v;
+            while (std::getline(ss, v, ',')) list.push_back((uint32_t)std::stoul(v));
+        }
         else if (a == "--widths") {
             o.widths.clear();
             std::stringstream ss(next());
@@ -182,7 +198,8 @@ int main(int argc, char** argv) {
                 prop.l2CacheSize / 1e6, prop.sharedMemPerBlockOptin / 1024);
     if (opt.ceilings) measure_ceilings();
 
-    const uint32_t B = opt.batch;
+    std::vector<uint32_t> batches = opt.batches.empty() ? std::vector<uint32_t>{opt.batch} : opt.batches;
+    const uint32_t B = *std::max_element(batches.begin(), batches.end());
     std::vector<DeviceMemory> inputs, douts;
     for (int r = 0; r < kRotations; ++r) {
         inputs.push_back(upload(random_floats((size_t)B * opt.n_in, 1.f, 10 + r)));
@@ -237,6 +254,64 @@ int main(int argc, char** argv) {
                 for (const Row& r : ab_rows)
                     std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
                                  r.samples_per_s, r.tflops, r.plan.c_str());
+                std::fclose(f);
+            }
+        }
+        return 0;
+    }
+
+    if (opt.train_ab) {
+        const std::vector<uint32_t> depths = opt.depths.empty() ? std::vector<uint32_t>{opt.depth} : opt.depths;
+        struct AbRow {
+            std::string variant, pass;
+            uint32_t width, depth, batch;
+            double ms;
+            std::string plan;
+        };
+        std::vector<AbRow> ab_rows;
+        for (uint32_t w : opt.widths)
+            for (uint32_t depth : depths)
+                for (uint32_t batch : batches)
+                    for (int round = 0; round < 2; ++round)
+                        for (int k = 0; k < 2; ++k) {
+                            const bool tile_kernel = (k == 1) != (round == 1);
+                            FusedMlpTuning t;
+                            t.tile_training = tile_kernel;
+                            FusedMlpConfig cfg{opt.n_in, opt.n_out, w, depth, Activation::ReLU, Activation::None};
+                            FusedMlp mlp(cfg, t);
+                            const std::string name = tile_kernel ? "tile" : (mlp.training_plan().warp ? "warp" : "tile*");
+                            mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
+                            DeviceMemory dw(mlp.n_params() * sizeof(float));
+                            const double l2 = time_median_ms(kWarmup, opt.reps, [&](int i) {
+                                mlp.train_step(inputs[i % kRotations].as<float>(), target.as<float>(), LossKind::L2,
+                                               nullptr, nullptr, dw.as<float>(), batch, nullptr);
+                            });
+                            const double fb = time_median_ms(kWarmup, opt.reps, [&](int i) {
+                                const float* in = inputs[i % kRotations].as<float>();
+                                mlp.forward(in, out.as<float>(), batch, nullptr);
+                                mlp.backward(in, douts[i % kRotations].as<float>(), din.as<float>(), dw.as<float>(),
+                                             batch, nullptr);
+                            });
+                            const std::string r = " r" + std::to_string(round);
+                            ab_rows.push_back({name, "train fused L2" + r, w, depth, batch, l2, mlp.describe()});
+                            ab_rows.push_back({name, "train fwd+bwd" + r, w, depth, batch, fb, mlp.describe()});
+                            if (round == 0 && batch == batches.front())
+                                std::printf("%s W=%u D=%u: %s\n", name.c_str(), w, depth, mlp.describe().c_str());
+                            std::fflush(stdout);
+                        }
+        std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d (tile* = the warp kernel's plan fell back)\n",
+                    opt.n_in, opt.n_out, opt.reps);
+        std::printf("%-6s %4s %3s %9s %-20s %10s %12s\n", "kernel", "W", "D", "batch", "pass", "ms", "Gsamples/s");
+        for (const AbRow& r : ab_rows)
+            std::printf("%-6s %4u %3u %9u %-20s %10.4f %12.3f\n", r.variant.c_str(), r.width, r.depth, r.batch,
+                        r.pass.c_str(), r.ms, r.batch / (r.ms * 1e-3) / 1e9);
+        if (!opt.csv.empty()) {
+            FILE* f = std::fopen(opt.csv.c_str(), "w");
+            if (f != nullptr) {
+                std::fprintf(f, "variant,width,depth,batch,pass,ms,samples_per_s,plan\n");
+                for (const AbRow& r : ab_rows)
+                    std::fprintf(f, "%s,%u,%u,%u,%s,%.6f,%.6e,\"%s\"\n", r.variant.c_str(), r.width, r.depth, r.batch,
+                                 r.pass.c_str(), r.ms, r.batch / (r.ms * 1e-3), r.plan.c_str());
                 std::fclose(f);
             }
         }

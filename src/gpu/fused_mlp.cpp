@@ -68,7 +68,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
 
     if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
-    training_plan_ = plan_pass(true);
+    if (tuning_.tile_training || !plan_warp_training(training_plan_)) training_plan_ = plan_pass(true);
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
@@ -221,6 +221,41 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     return found;
 }
 
+// The warp training kernel (kernels/fused_mlp_warp_train_device.cuh) for
+// W = 16 and 32 and n_in <= 64: 16-row slabs, weights in shared memory, and
+// per warp an fp32 weight-gradient sum and fp16 activation slots in shared
+// memory (warp_train_smem_bytes). That memory grows with depth (W32 D2:
+// 62 KB per block of 4 warps, W16 D16: 126 KB), so deep networks keep fewer
+// warps per SM: below kMinWarpTrainBlocks blocks per SM the block-tile
+// kernel (8 warps per block, activations in shared memory) runs instead,
+// unless FusedMlpTuning::force_warp_training.
+bool FusedMlp::plan_warp_training(PassPlan& plan) const {
+    constexpr int kMinWarpTrainBlocks = 2;
+    if (shape_.width != 16 && shape_.width != 32) return false;
+    const uint32_t kt = shape_.n_in_pad / 16u;
+    if (kt > kMaxWarpInputTiles) return false;
+    const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
+    PassPlan p;
+    p.warp = true;
+    p.warp_variant = {1, kt_in, true};
+    p.rows_per_tile = 16;
+    p.row_tiles_per_warp = 1;
+    p.smem_bytes = warp_train_smem_bytes(shape_, (uint32_t)kt_in);
+    if (p.smem_bytes > max_smem_per_block_) return false;
+    with_width(shape_.width, [&](auto w) {
+        if constexpr (decltype(w)::value == 16 || decltype(w)::value == 32)
+            FUSEDNGP_CUDA_CHECK((prepare_warp_train<decltype(w)::value>(p.warp_variant, device_smem_per_block_,
+                                                                        carveout_percent(), p.smem_bytes, &p.kernel)));
+        return 0;
+    });
+    apply_resource_caps(p);
+    const int min_blocks = tuning_.force_warp_training ? 1 : kMinWarpTrainBlocks;
+    if (p.kernel.blocks_per_sm < min_blocks) return false;
+    p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
+    plan = p;
+    return true;
+}
+
 void FusedMlp::set_params(const float* host_params) {
     FUSEDNGP_CUDA_CHECK(cudaMemcpy(master_.as<float>(), host_params, n_params() * sizeof(float), cudaMemcpyHostToDevice));
     FUSEDNGP_CUDA_CHECK(launch_convert_weights(master_.as<float>(), w_fwd_.as<uint2>(), w_bwd_.as<uint2>(), shape_, 0));
@@ -302,12 +337,25 @@ void FusedMlp::run_training_kernel(KernelArgs args, float* d_dweights, cudaStrea
     const size_t stride = n_params_padded(shape_);
     args.partial = partial_.as<float>();
     args.partial_stride = stride;
-    const uint32_t grid = std::min(args.n_tiles, training_plan_.max_blocks);
-    with_width(shape_.width, [&](auto w) {
-        FUSEDNGP_CUDA_CHECK(launch_fused_train<decltype(w)::value>(args, training_plan_.row_tiles_per_warp, grid,
-                                                                   training_plan_.smem_bytes, stream));
-        return 0;
-    });
+    uint32_t grid = 0;
+    if (training_plan_.warp) {
+        // Persistent grid of warps, one 16-row slab per warp and step
+        // (n_tiles counts slabs); every launched block writes its partial.
+        grid = std::min(ceil_div(args.n_tiles, kWarpKernelThreads / 32), training_plan_.max_blocks);
+        with_width(shape_.width, [&](auto w) {
+            if constexpr (decltype(w)::value == 16 || decltype(w)::value == 32)
+                FUSEDNGP_CUDA_CHECK(launch_warp_train<decltype(w)::value>(args, training_plan_.warp_variant, grid,
+                                                                          training_plan_.smem_bytes, stream));
+            return 0;
+        });
+    } else {
+        grid = std::min(args.n_tiles, training_plan_.max_blocks);
+        with_width(shape_.width, [&](auto w) {
+            FUSEDNGP_CUDA_CHECK(launch_fused_train<decltype(w)::value>(args, training_plan_.row_tiles_per_warp, grid,
+                                                                       training_plan_.smem_bytes, stream));
+            return 0;
+        });
+    }
     if (d_dweights != nullptr)
         FUSEDNGP_CUDA_CHECK(launch_reduce_weight_gradients(partial_.as<float>(), grid, stride, shape_,
                                                            1.f / loss_scale_, accumulate, d_dweights, stream));
@@ -337,6 +385,13 @@ void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind los
 std::string FusedMlp::describe() const {
     std::ostringstream os;
     auto pass = [&](const char* name, const PassPlan& p) {
+        if (p.warp && &p == &training_plan_) {
+            os << name << ": warp training kernel (activations in registers, dW per warp in smem), "
+               << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0 << " KiB smem, "
+               << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, " << p.kernel.blocks_per_sm
+               << " blocks/SM of " << kWarpKernelThreads << " threads";
+            return;
+        }
         if (p.warp) {
             os << name << ": warp kernel (activations in registers), " << 16 * p.row_tiles_per_warp
                << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", "

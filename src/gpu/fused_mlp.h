@@ -76,6 +76,16 @@ struct FusedMlpTuning {
     // Warp kernel: weights staged in shared memory once per block (1), read
     // through L1 (0), or chosen automatically (-1).
     int warp_weights_in_smem = -1;
+    // Training (backward, train_step) at W = 16/32 (n_in <= 64) runs the
+    // register-resident warp training kernel
+    // (kernels/fused_mlp_warp_train_device.cuh) when it keeps at least
+    // 2 blocks (8 warps) per SM; true forces the block-tile kernel (A/B
+    // tests and benchmarks).
+    bool tile_training = false;
+    // Use the warp training kernel whenever it fits at all (1 block per SM),
+    // e.g. deep networks whose per-warp weight-gradient sums leave room for
+    // fewer than 2 blocks (tests).
+    bool force_warp_training = false;
 };
 
 class FusedMlp final : public GpuMlp {
@@ -87,8 +97,9 @@ public:
         size_t smem_bytes = 0;
         uint32_t max_blocks = 0;    // resident blocks on the whole GPU
         KernelInfo kernel;
-        // Inference only: the register-resident warp kernel (rows_per_tile
-        // is then one warp's slab, 16 * row_tiles_per_warp).
+        // The register-resident warp kernel (inference: fused_mlp_warp_device.cuh,
+        // training: fused_mlp_warp_train_device.cuh); rows_per_tile is then one
+        // warp's slab, 16 * row_tiles_per_warp.
         bool warp = false;
         WarpKernelVariant warp_variant;
     };
@@ -137,6 +148,8 @@ private:
     PassPlan plan_pass(bool training) const;
     // The warp kernel's plan, or false when the network does not suit it.
     bool plan_warp_inference(PassPlan& plan) const;
+    // The warp training kernel's plan, or false (then the block-tile kernel).
+    bool plan_warp_training(PassPlan& plan) const;
     int carveout_percent() const;
     void apply_resource_caps(PassPlan& plan) const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;

@@ -350,13 +350,15 @@ TEST(FusedMlp, FusedL2TrainStep) {
 }
 
 // Same inputs -> bit-identical gradients, also when replayed from a CUDA graph.
-TEST(FusedMlp, DeterministicAndGraphCapturable) {
-    SKIP_WITHOUT_GPU();
+// W = 64 runs the block-tile training kernel, W = 16/32 the warp training
+// kernel (per-warp sums combined in warp order, then the block reduce).
+void check_deterministic(uint32_t width) {
     const uint32_t batch = 200000, n_in = 32, n_out = 16;
-    FusedMlpConfig cfg{n_in, n_out, 64, 2, Activation::ReLU, Activation::None};
+    FusedMlpConfig cfg{n_in, n_out, width, 2, Activation::ReLU, Activation::None};
     FusedMlp mlp(cfg);
+    EXPECT_EQ(mlp.training_plan().warp, width <= 32) << mlp.describe();
     std::mt19937_64 rng(5);
-    const reference::MlpDims d{n_in, 64, 2, n_out, Activation::ReLU, Activation::None};
+    const reference::MlpDims d{n_in, width, 2, n_out, Activation::ReLU, Activation::None};
     const auto params = to_float(random_params(d, rng));
     mlp.set_params(params.data());
     DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
@@ -368,6 +370,8 @@ TEST(FusedMlp, DeterministicAndGraphCapturable) {
     mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, stream);
     FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto dw1 = d_dw.download(), din1 = d_din.download();
+    EXPECT_TRUE(all_finite(dw1));
+    EXPECT_TRUE(all_finite(din1));
 
     d_dw.poison();
     d_din.poison();
@@ -378,22 +382,29 @@ TEST(FusedMlp, DeterministicAndGraphCapturable) {
     mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, stream);
     FUSEDNGP_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
     FUSEDNGP_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    FUSEDNGP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const auto dw2 = d_dw.download(), din2 = d_din.download();
-    EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float)));
-    EXPECT_EQ(0, std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float)));
+    for (int replay = 0; replay < 2; ++replay) {
+        FUSEDNGP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const auto dw2 = d_dw.download(), din2 = d_din.download();
+        EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float))) << "W" << width;
+        EXPECT_EQ(0, std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float))) << "W" << width;
+    }
     EXPECT_TRUE(all_finite(d_out.download()));
 
     // accumulate = true adds onto what is there.
     mlp.backward(d_in.ptr(), d_dout.ptr(), nullptr, d_dw.ptr(), batch, stream, true);
     FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto dw3 = d_dw.download();
-    for (size_t i = 0; i < dw3.size(); ++i) ASSERT_EQ(dw3[i], dw1[i] + dw1[i]) << i;
+    for (size_t i = 0; i < dw3.size(); ++i) ASSERT_EQ(dw3[i], dw1[i] + dw1[i]) << "W" << width << " " << i;
 
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaStreamDestroy(stream);
+}
+
+TEST(FusedMlp, DeterministicAndGraphCapturable) {
+    SKIP_WITHOUT_GPU();
+    for (uint32_t w : {64u, 16u, 32u}) check_deterministic(w);
 }
 
 // ---- Warp inference kernel against the block-tile kernel ------------------------------
@@ -526,6 +537,219 @@ TEST(FusedMlp, InferenceKernelChoice) {
     FusedMlpTuning tile;
     tile.tile_inference = true;
     EXPECT_FALSE(warp_plan(32, 16, tile));
+}
+
+// ---- Warp training kernel against the block-tile kernel ------------------------------
+//
+// Training at W = 16/32 runs the warp training kernel by default (the suites
+// above check it against the reference). Here both training kernels run on the
+// same weights, inputs and dL/dout (or targets), into NaN-poisoned outputs
+// (with accumulate, onto the same prefilled dL/dW), and each is compared with
+// the double reference and with the other. Reference rows near a ReLU kink get
+// dL/dout = 0 (backward); the fused losses with kinked activations are only
+// compared warp vs tile (both kernels compute identical fp16 pre-activations).
+
+enum class TrainMode { Backward, L2, L1 };
+
+struct TrainCase {
+    Case c;
+    TrainMode mode = TrainMode::Backward;
+    bool din = true, accumulate = false;
+};
+
+std::string train_case_name(const TrainCase& t) {
+    const char* m = t.mode == TrainMode::Backward ? "bwd_" : (t.mode == TrainMode::L2 ? "l2_" : "l1_");
+    return std::string(m) + (t.din ? "din_" : "") + (t.accumulate ? "acc_" : "") + case_name(t.c);
+}
+void PrintTo(const TrainCase& t, std::ostream* os) { *os << train_case_name(t); }
+
+void check_warp_train_against_tile(const TrainCase& t) {
+    const Case& c = t.c;
+    std::mt19937_64 rng(c.seed * 7907 + c.width * 17 + c.depth);
+    const reference::MlpDims d = dims_of(c);
+    const std::vector<double> params = random_params(d, rng);
+    const Inputs inputs = random_inputs(d, params, c.batch, c.seed);
+    const std::vector<double>& in = inputs.x;
+    const bool fused = t.mode != TrainMode::Backward;
+    std::vector<double> dout = random_values((size_t)c.batch * c.n_out, 1.0, false, rng);
+    const std::vector<double> target = random_values((size_t)c.batch * c.n_out, 1.0, false, rng);
+    if (!fused)
+        for (uint32_t row = 0; row < c.batch; ++row)
+            if (inputs.masked[row])
+                for (uint32_t o = 0; o < c.n_out; ++o) dout[(size_t)row * c.n_out + o] = 0.0;
+    const std::vector<double> prefill = random_values(d.n_params(), 1e-3, false, rng);
+
+    FusedMlpConfig cfg{c.n_in, c.n_out, c.width, c.depth, c.hidden, c.output};
+    FusedMlp warp(cfg, c.tuning);
+    FusedMlpTuning tile_tuning = c.tuning;
+    tile_tuning.tile_training = true;
+    FusedMlp tile(cfg, tile_tuning);
+    ASSERT_TRUE(warp.training_plan().warp) << warp.describe();
+    ASSERT_FALSE(tile.training_plan().warp) << tile.describe();
+    const std::vector<float> params_f = to_float(params);
+    warp.set_params(params_f.data());
+    tile.set_params(params_f.data());
+
+    DeviceFloats d_in(to_float(in)), d_dout(to_float(dout)), d_target(to_float(target));
+    struct Result {
+        std::vector<float> out, din, dw;
+    };
+    auto run = [&](FusedMlp& mlp) {
+        DeviceFloats d_out((size_t)c.batch * c.n_out), d_din((size_t)c.batch * c.n_in), d_dw(d.n_params());
+        if (t.accumulate) FUSEDNGP_CUDA_CHECK(cudaMemcpy(d_dw.ptr(), to_float(prefill).data(),
+                                                         d.n_params() * sizeof(float), cudaMemcpyHostToDevice));
+        float* din = t.din ? d_din.ptr() : nullptr;
+        if (fused)
+            mlp.train_step(d_in.ptr(), d_target.ptr(), t.mode == TrainMode::L2 ? LossKind::L2 : LossKind::L1,
+                           d_out.ptr(), din, d_dw.ptr(), c.batch, nullptr, t.accumulate);
+        else
+            mlp.backward(d_in.ptr(), d_dout.ptr(), din, d_dw.ptr(), c.batch, nullptr, t.accumulate);
+        FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+        Result r;
+        if (fused) r.out = d_out.download();
+        if (t.din) r.din = d_din.download();
+        r.dw = d_dw.download();
+        if (t.accumulate)
+            for (size_t i = 0; i < r.dw.size(); ++i) r.dw[i] -= (float)prefill[i];
+        return r;
+    };
+    const Result rw = run(warp), rt = run(tile);
+    for (const Result* r : {&rw, &rt}) {
+        const char* who = r == &rw ? "warp" : "tile";
+        EXPECT_TRUE(all_finite(r->out)) << who << ": unwritten or non-finite output";
+        EXPECT_TRUE(all_finite(r->din)) << who << ": unwritten or non-finite dL/dinput";
+        EXPECT_TRUE(all_finite(r->dw)) << who << ": unwritten or non-finite dL/dW";
+    }
+
+    const double norm = 1.0 / ((double)c.batch * c.n_out);
+    const bool reference_ok = !fused || (!has_kink(c.hidden) && !has_kink(c.output));
+    double e_w[3] = {0, 0, 0}, e_t[3] = {0, 0, 0}, e_ab[3] = {0, 0, 0};
+    std::vector<uint32_t> rows = rows_to_check(c.batch, rng);
+    if (reference_ok) {
+        // L1: the sign of the kernels' own (identical) y - target, so that a
+        // y within rounding of its target does not flip a whole gradient term.
+        const ReferenceResult ref = reference_pass(d, params, in, c.batch, [&](uint32_t row, const double* y, double* dy) {
+            for (uint32_t o = 0; o < c.n_out; ++o) {
+                const size_t i = (size_t)row * c.n_out + o;
+                switch (t.mode) {
+                case TrainMode::Backward: dy[o] = dout[i]; break;
+                case TrainMode::L2: dy[o] = 2.0 * (y[o] - target[i]) * norm; break;
+                case TrainMode::L1: {
+                    const double diff = (double)rw.out[i] - target[i];
+                    dy[o] = (diff > 0 ? 1.0 : (diff < 0 ? -1.0 : 0.0)) * norm;
+                    break;
+                }
+                }
+            }
+        });
+        for (const Result* r : {&rw, &rt}) {
+            double* e = r == &rw ? e_w : e_t;
+            if (fused) e[0] = relative_error(r->out, ref.out, c.n_out, rows);
+            if (t.din) e[1] = relative_error(r->din, ref.din, c.n_in, rows);
+            e[2] = relative_error(r->dw, ref.dparams, 0, {});
+        }
+    }
+    auto to_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+    if (fused) e_ab[0] = relative_error(rw.out, to_double(rt.out), c.n_out, rows);
+    if (t.din) e_ab[1] = relative_error(rw.din, to_double(rt.din), c.n_in, rows);
+    e_ab[2] = relative_error(rw.dw, to_double(rt.dw), 0, {});
+    const double tol[3] = {c.fwd_tol, c.grad_tol, c.grad_tol};
+    const char* what[3] = {"out", "dL/din", "dL/dW"};
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_LE(e_w[k], tol[k]) << what[k] << " warp vs reference " << train_case_name(t) << " " << warp.describe();
+        EXPECT_LE(e_t[k], tol[k]) << what[k] << " tile vs reference " << train_case_name(t);
+        EXPECT_LE(e_ab[k], tol[k]) << what[k] << " warp vs tile " << train_case_name(t) << " " << warp.describe();
+    }
+    double dw_norm = 0;
+    for (float v : rw.dw) dw_norm += (double)v * v;
+    EXPECT_GT(dw_norm, 0.0);
+    std::printf("[ errors ] %-60s warp out %.1e din %.1e dW %.1e | tile dW %.1e | warp-tile out %.1e din %.1e dW %.1e%s\n",
+                train_case_name(t).c_str(), e_w[0], e_w[1], e_w[2], e_t[2], e_ab[0], e_ab[1], e_ab[2],
+                reference_ok ? "" : " (no reference: kinks)");
+}
+
+std::vector<TrainCase> warp_train_cases() {
+    std::vector<TrainCase> cases;
+    auto add = [&](uint32_t w, uint32_t depth, uint32_t batch, uint32_t n_in, uint32_t n_out, Activation hidden,
+                   Activation output, TrainMode mode, bool din, bool acc, bool force = false) {
+        TrainCase t;
+        Case& c = t.c;
+        c.width = w;
+        c.depth = depth;
+        c.batch = batch;
+        c.n_in = n_in;
+        c.n_out = n_out;
+        c.hidden = hidden;
+        c.output = output;
+        c.seed = 700 + cases.size();
+        c.tuning.force_warp_training = force;
+        if (depth > 4) {  // fp16 rounding of many stacked layers (as DeepWide)
+            c.fwd_tol = 3e-3;
+            c.grad_tol = 2e-2;
+        }
+        t.mode = mode;
+        t.din = din;
+        t.accumulate = acc;
+        cases.push_back(t);
+    };
+    const Activation relu = Activation::ReLU, none = Activation::None;
+    const TrainMode bwd = TrainMode::Backward, l2 = TrainMode::L2, l1 = TrainMode::L1;
+    for (uint32_t w : {16u, 32u}) {
+        // The brief's batches: one partial slab, 127, several slabs per warp.
+        for (uint32_t batch : {1u, 127u, 200003u, 1000003u}) add(w, 2, batch, 32, 16, relu, none, bwd, true, false);
+        add(w, 2, 1000003, 32, 16, Activation::SiLU, none, l2, false, false);
+        add(w, 1, 200003, 3, 1, Activation::SiLU, none, l2, true, false);
+        add(w, 4, 200003, 17, 16, Activation::Tanh, Activation::Sigmoid, bwd, false, true);
+        // At W = 32 these four get 1 block per SM (wide n_in / n_out, depth 4):
+        // the default plan falls back to the tile kernel there (H200, eaead3c),
+        // so they force the warp kernel.
+        const bool f32 = w == 32;
+        add(w, 4, 127, 40, 70, Activation::LeakyReLU, none, l1, true, false, f32);
+        add(w, 2, 127, 64, 70, Activation::Softplus, Activation::Tanh, l2, false, true, f32);
+        add(w, 2, 1001, 64, 1, Activation::Sine, none, bwd, true, true);
+        add(w, 1, 5000, 17, 1, Activation::Sigmoid, Activation::Squareplus, l1, false, false);
+        add(w, 2, 200003, 40, 16, Activation::Squareplus, Activation::SiLU, l2, true, false);
+        add(w, 3, 1000, 3, 70, none, none, bwd, true, false, f32);
+        add(w, 4, 1, 64, 1, relu, Activation::LeakyReLU, bwd, true, true, f32);
+    }
+    // Deep: only when forced (fewer than 2 blocks per SM fit by default).
+    add(16, 16, 1000, 32, 16, Activation::Tanh, none, bwd, true, false, true);
+    add(16, 16, 20000, 3, 1, relu, none, l2, true, true, true);
+    add(32, 8, 1000, 32, 16, Activation::SiLU, none, l2, true, false, true);
+    return cases;
+}
+
+class FusedMlpWarpTrainVsTile : public ::testing::TestWithParam<TrainCase> {};
+
+TEST_P(FusedMlpWarpTrainVsTile, SameGradients) {
+    SKIP_WITHOUT_GPU();
+    check_warp_train_against_tile(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(WarpTraining, FusedMlpWarpTrainVsTile, ::testing::ValuesIn(warp_train_cases()),
+                         [](const ::testing::TestParamInfo<TrainCase>& param_info) {
+                             return train_case_name(param_info.param);
+                         });
+
+// Which training kernel the planner picks.
+TEST(FusedMlp, TrainingKernelChoice) {
+    SKIP_WITHOUT_GPU();
+    auto warp_plan = [](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
+        return FusedMlp(FusedMlpConfig{n_in, 16, w, depth, Activation::ReLU, Activation::None}, t).training_plan().warp;
+    };
+    EXPECT_TRUE(warp_plan(32, 16, 2));
+    EXPECT_TRUE(warp_plan(32, 32, 2));
+    EXPECT_TRUE(warp_plan(64, 16, 4));
+    EXPECT_FALSE(warp_plan(32, 64, 2));   // only W = 16 and 32
+    EXPECT_FALSE(warp_plan(65, 16, 2));   // input too wide for the register slab
+    EXPECT_FALSE(warp_plan(32, 32, 16));  // per-warp dW sums do not fit shared memory
+    FusedMlpTuning force;
+    force.force_warp_training = true;
+    EXPECT_TRUE(warp_plan(32, 16, 16, force));
+    EXPECT_FALSE(warp_plan(32, 32, 16, force));
+    FusedMlpTuning tile;
+    tile.tile_training = true;
+    EXPECT_FALSE(warp_plan(32, 16, 2, tile));
 }
 
 TEST(FusedMlp, RejectsUnsupportedConfigs) {

@@ -1,0 +1,349 @@
+// Register-resident, barrier-free training kernel for the narrow widths
+// (W = 16, 32). See docs/FUSED_MLP_DESIGN.md, "Warp training kernel".
+//
+// Same work split as the warp inference kernel (fused_mlp_warp_device.cuh):
+// each warp takes 16-row slabs (slab = global warp index + k * total warps,
+// a persistent grid) and runs forward, loss gradient, backward and the weight
+// gradients of one slab without any block barrier. Per slab:
+//   * forward: the C->A fragment trick of the inference kernel. Each hidden
+//     pre-activation z_l is rounded to fp16 (as the tile kernel stores it)
+//     and parked in the warp's own shared-memory slot in fragment order (one
+//     16-byte store per lane and k16 tile; a lane only ever reads back what it
+//     wrote, so no __syncwarp is needed); h_l = act(z_l) from the fp16 z, as
+//     the tile kernel computes it.
+//   * output layer, per 16-column chunk: y = act_out(z) (stored if asked),
+//     delta_out = fp16(dL/dy * act_out'(z) * loss_scale) (dL/dy from the
+//     caller or the fused L1/L2 loss), then at once dW_D += delta_out^T h and
+//     g = delta_out W_D (B = the backward fragment buffer w_bwd).
+//   * hidden layers from the top: delta_l = fp16(g * act'(z_l)) (the C
+//     fragments of g become A fragments), dW_l += delta_l^T h_{l-1},
+//     g = delta_l W_l; at l = 0 dL/dinput = (delta_0 W_0) / loss_scale if asked.
+//   * weight gradients, K = the slab's 16 rows: the A operand is delta^T and
+//     the B operand h (K x N "col"), both transposes of fragments the warp
+//     already holds. movmatrix.trans transposes an 8x8 fp16 fragment in
+//     registers (sm_75+), so the operands never go through shared memory.
+//     The fp32 sums live in a warp-private shared-memory region in C-fragment
+//     order (one float4 per lane and 16 x 8 tile: the mma accumulates straight
+//     into the loaded values), summed over all of the warp's slabs.
+// At kernel end (the second and last barrier) the block adds its warps' sums
+// in warp order into its partial (the tile kernel's padded layout), which
+// launch_reduce_weight_gradients sums over blocks: fixed order everywhere, so
+// results are bit-identical run to run.
+// Weights (forward and backward fragment buffers) are staged once per block in
+// shared memory (the first barrier).
+#pragma once
+
+#include "activation_device.cuh"
+#include "fused_mlp_args.h"
+#include "fused_mlp_device.cuh"
+#include "fused_mlp_warp_device.cuh"
+#include "fused_mlp_warp_launch.h"
+
+#include <cuda_fp16.h>
+#include <cstdint>
+
+namespace fusedngp::gpu::detail {
+
+// Transpose of an 8x8 fp16 matrix held as one mma fragment register per lane
+// (lane g*4+t: row g, columns 2t, 2t+1), in registers.
+__device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
+    uint32_t r;
+    asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+    return r;
+}
+
+// dW (fan_out x fan_in, fp32, C-fragment order in the warp's shared memory)
+// += d^T h over the slab's 16 rows. d: KT_D k16 tiles (A fragments, rows x
+// fan_out units), h: KT_H k16 tiles (rows x fan_in), of which kt_h are used.
+// dw_lane points at tile 0 of the first 16 output units, this lane's float4;
+// tile (mo, ni) is at + (mo * 2 * kt_h + ni) * 32.
+//   A = d^T (16 units x 16 rows): a0..a3 = T(d0), T(d2), T(d1), T(d3).
+//   B = h (16 rows x 8 inputs, n8 tile 2j + s): b0 = T(h_j[2s]), b1 = T(h_j[2s+1]).
+template <int KT_D, int KT_H>
+__device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&d)[KT_D][4],
+                                              const uint32_t (&h)[KT_H][4], uint32_t kt_h) {
+    uint32_t ht[KT_H][4];
+#pragma unroll
+    for (int j = 0; j < KT_H; ++j) {
+        if ((uint32_t)j >= kt_h) break;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ht[j][i] = transpose8x8(h[j][i]);
+    }
+    const uint32_t n8 = 2u * kt_h;
+#pragma unroll
+    for (int mo = 0; mo < KT_D; ++mo) {
+        const uint32_t a[4] = {transpose8x8(d[mo][0]), transpose8x8(d[mo][2]), transpose8x8(d[mo][1]),
+                               transpose8x8(d[mo][3])};
+#pragma unroll
+        for (int j = 0; j < KT_H; ++j) {
+            if ((uint32_t)j >= kt_h) break;
+#pragma unroll
+            for (int s = 0; s < 2; ++s) {
+                float4* cell = dw_lane + ((size_t)mo * n8 + 2u * j + s) * 32u;
+                float4 v = *cell;
+                float c[4] = {v.x, v.y, v.z, v.w};
+                warp_mma_16816(c, a, make_uint2(ht[j][2 * s], ht[j][2 * s + 1]));
+                *cell = make_float4(c[0], c[1], c[2], c[3]);
+            }
+        }
+    }
+}
+
+template <int W, int KT_IN>
+__global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kernel(const KernelArgs p) {
+    constexpr int NT = W / 8;   // n8 tiles of a hidden layer
+    constexpr int KT = W / 16;  // k16 tiles of a hidden layer
+    constexpr uint32_t kSlabRows = 16u;
+    constexpr uint32_t kWarps = kWarpKernelWarps;
+    const MlpShape& sh = p.shape;
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t g = lane >> 2, t = lane & 3u;
+
+    const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
+    const uint32_t total_warps = gridDim.x * kWarps;
+    uint32_t slab = blockIdx.x * kWarps + warp;
+
+    const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
+    const uint32_t kt_in = sh.n_in_pad / 16u, kt_out = sh.n_out_pad / 16u;
+    const bool vec2_in = n_in % 2u == 0 && reinterpret_cast<uintptr_t>(p.in) % 8u == 0;
+    const bool vec2_out = p.out != nullptr && n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
+    const float* loss_src = p.loss == LossKind::FromGradient ? p.dout : p.target;
+    const bool vec2_loss = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(loss_src) % 8u == 0;
+    const Activation hidden_act = sh.hidden_act, out_act = sh.output_act;
+
+    SlabInput<1, KT_IN> next;
+    if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
+
+    // Shared memory: w_fwd | w_bwd | dW of warps 0..3 | activation slots of warps 0..3.
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const size_t P = n_params_padded(sh);
+    uint2* s_fwd = reinterpret_cast<uint2*>(smem_raw);
+    uint2* s_bwd = s_fwd + P / 4;
+    float* s_dw = reinterpret_cast<float*>(s_bwd + P / 4);
+    const uint32_t act_slots = (uint32_t)warp_train_act_slots(sh, KT_IN);
+    uint4* s_act = reinterpret_cast<uint4*>(s_dw + kWarps * P) + (size_t)warp * act_slots * 32u + lane;
+    {
+        const uint32_t n16 = (uint32_t)(P * 2u / 16u);
+        const uint4* src_f = reinterpret_cast<const uint4*>(p.w_fwd);
+        const uint4* src_b = reinterpret_cast<const uint4*>(p.w_bwd);
+        uint4* dst = reinterpret_cast<uint4*>(smem_raw);
+        for (uint32_t i = threadIdx.x; i < n16; i += blockDim.x) {
+            dst[i] = __ldg(src_f + i);
+            dst[n16 + i] = __ldg(src_b + i);
+        }
+        float4* dw4 = reinterpret_cast<float4*>(s_dw);
+        for (uint32_t i = threadIdx.x; i < (uint32_t)(kWarps * P / 4); i += blockDim.x)
+            dw4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        __syncthreads();
+    }
+    float4* dw_warp = reinterpret_cast<float4*>(s_dw + warp * P) + lane;  // this lane's float4 of tile 0
+    const uint2* wf = s_fwd + lane;
+    const uint2* wb = s_bwd + lane;
+    // Activation slot: input tiles 0..KT_IN-1, then z_l tile j at KT_IN + l * KT + j.
+    auto z_slot = [&](uint32_t l, int j) { return s_act + (KT_IN + (size_t)l * KT + j) * 32u; };
+
+    // Loss data (dL/dout or target) of one 16-column output chunk: rows g, g+8,
+    // columns chunk*16 + n*8 + 2t, +1. v[hh][n].
+    auto load_loss = [&](float2 (&v)[2][2], uint32_t row0, uint32_t chunk) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const uint32_t r = row0 + g + 8u * hh;
+            const float* src = loss_src + (size_t)r * n_out;
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                const uint32_t c = chunk * 16u + n * 8u + 2u * t;
+                float2 x = make_float2(0.f, 0.f);
+                if (r < p.batch) {
+                    if (vec2_loss) {
+                        if (c < n_out) x = __ldg(reinterpret_cast<const float2*>(src + c));
+                    } else {
+                        if (c < n_out) x.x = __ldg(src + c);
+                        if (c + 1 < n_out) x.y = __ldg(src + c + 1);
+                    }
+                }
+                v[hh][n] = x;
+            }
+        }
+    };
+    auto loss_grad = [&](float y, float v) {
+        switch (p.loss) {
+        case LossKind::FromGradient: return v;
+        case LossKind::L2: return 2.f * (y - v) * p.loss_norm;
+        case LossKind::L1: {
+            const float d = y - v;
+            return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
+        }
+        }
+        return 0.f;
+    };
+
+    for (; slab < n_slabs; slab += total_warps) {
+        const uint32_t row0 = slab * kSlabRows;
+        // ---- forward ----
+        uint32_t h[1][KT][4];
+        {
+            uint32_t a_in[1][KT_IN][4];
+#pragma unroll
+            for (int kt = 0; kt < KT_IN; ++kt) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) a_in[0][kt][i] = pack_half2(next.x[0][kt][i].x, next.x[0][kt][i].y);
+                s_act[(size_t)kt * 32u] = make_uint4(a_in[0][kt][0], a_in[0][kt][1], a_in[0][kt][2], a_in[0][kt][3]);
+            }
+            if (slab + total_warps < n_slabs)
+                load_slab_input(next, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows, vec2_in, lane);
+            float acc[1][NT][4];
+            warp_layer<1, KT_IN, NT, true>(acc, a_in, wf, kt_in, kt_in);
+#pragma unroll 1
+            for (uint32_t l = 0;; ++l) {
+                // z_l = fp16(acc) to its slot; h_l = act(z_l) (from the fp16 z, as the tile kernel).
+#pragma unroll
+                for (int j = 0; j < KT; ++j) {
+                    uint32_t z[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const int n = 2 * j + i / 2, q = i % 2;
+                        z[i] = pack_half2(acc[0][n][2 * q], acc[0][n][2 * q + 1]);
+                    }
+                    *z_slot(l, j) = make_uint4(z[0], z[1], z[2], z[3]);
+                    activate_fragments(hidden_act, z);
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) h[0][j][i] = z[i];
+                }
+                if (l + 1 == D) break;
+                warp_layer<1, KT, NT, true>(acc, h, wf + frag_offset(sh, l + 1), KT, KT);
+            }
+        }
+
+        // ---- output layer, loss gradient, dW_D and g = delta_out W_D ----
+        float gacc[1][NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) gacc[0][n][i] = 0.f;
+        {
+            const uint2* b_out = wf + frag_offset(sh, D);
+            const uint2* b_back = wb + frag_offset(sh, D);
+            float4* dw_out = dw_warp + padded_offset(sh, D) / 4;
+#pragma unroll 1
+            for (uint32_t chunk = 0; chunk < kt_out; ++chunk) {
+                float2 lv[2][2];
+                load_loss(lv, row0, chunk);
+                float o[1][2][4];
+                warp_layer<1, KT, 2, true>(o, h, b_out + (size_t)chunk * 2u * KT * 32u, KT, KT);
+                uint32_t d[1][4];
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    const uint32_t r = row0 + g + 8u * hh;
+                    const bool row_ok = r < p.batch;
+#pragma unroll
+                    for (int n = 0; n < 2; ++n) {
+                        const uint32_t c = chunk * 16u + n * 8u + 2u * t;
+                        const float2 z = make_float2(o[0][n][2 * hh], o[0][n][2 * hh + 1]);
+                        const float2 y = activation_value_pair(out_act, z);
+                        if (p.out != nullptr && row_ok) {
+                            float* dst = p.out + (size_t)r * n_out + c;
+                            if (vec2_out) {
+                                if (c < n_out) __stcs(reinterpret_cast<float2*>(dst), y);
+                            } else {
+                                if (c < n_out) dst[0] = y.x;
+                                if (c + 1 < n_out) dst[1] = y.y;
+                            }
+                        }
+                        const float2 dz = activation_derivative_pair(out_act, z);
+                        float d0 = 0.f, d1 = 0.f;
+                        if (row_ok && c < n_out) d0 = loss_grad(y.x, lv[hh][n].x) * dz.x * p.loss_scale;
+                        if (row_ok && c + 1 < n_out) d1 = loss_grad(y.y, lv[hh][n].y) * dz.y * p.loss_scale;
+                        // A fragment of output units chunk*16..+15: a0/a1 rows g/g+8 of
+                        // n8 tile 0, a2/a3 of n8 tile 1.
+                        d[0][2 * n + hh] = pack_half2(d0, d1);
+                    }
+                }
+                accumulate_dw<1, KT>(dw_out + (size_t)chunk * NT * 32u, d, h[0], KT);
+#pragma unroll
+                for (int n = 0; n < NT; ++n)
+                    warp_mma_16816(gacc[0][n], d[0], b_back[((size_t)n * kt_out + chunk) * 32u]);
+            }
+        }
+
+        // ---- hidden layers, top down ----
+        uint32_t z_cur[KT][4];
+#pragma unroll
+        for (int j = 0; j < KT; ++j) {
+            const uint4 v = *z_slot(D - 1, j);
+            z_cur[j][0] = v.x, z_cur[j][1] = v.y, z_cur[j][2] = v.z, z_cur[j][3] = v.w;
+        }
+#pragma unroll 1
+        for (uint32_t l = D; l-- > 0;) {
+            // delta_l = fp16(g * act'(z_l)).
+            uint32_t dl[1][KT][4];
+#pragma unroll
+            for (int j = 0; j < KT; ++j)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int n = 2 * j + i / 2, q = i % 2;
+                    const float2 dz = activation_derivative_pair(hidden_act, __half22float2(as_half2(z_cur[j][i])));
+                    dl[0][j][i] = pack_half2(gacc[0][n][2 * q] * dz.x, gacc[0][n][2 * q + 1] * dz.y);
+                }
+            float4* dw_l = dw_warp + padded_offset(sh, l) / 4;
+            if (l > 0) {
+                uint32_t hp[KT][4];
+#pragma unroll
+                for (int j = 0; j < KT; ++j) {
+                    const uint4 v = *z_slot(l - 1, j);
+                    z_cur[j][0] = v.x, z_cur[j][1] = v.y, z_cur[j][2] = v.z, z_cur[j][3] = v.w;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) hp[j][i] = z_cur[j][i];
+                    activate_fragments(hidden_act, hp[j]);
+                }
+                accumulate_dw<KT, KT>(dw_l, dl[0], hp, KT);
+                warp_layer<1, KT, NT, true>(gacc, dl, wb + frag_offset(sh, l), KT, KT);
+            } else {
+                uint32_t x[KT_IN][4];
+#pragma unroll
+                for (int kt = 0; kt < KT_IN; ++kt) {
+                    const uint4 v = s_act[(size_t)kt * 32u];
+                    x[kt][0] = v.x, x[kt][1] = v.y, x[kt][2] = v.z, x[kt][3] = v.w;
+                }
+                accumulate_dw<KT, KT_IN>(dw_l, dl[0], x, kt_in);
+                if (p.din != nullptr) {
+#pragma unroll 1
+                    for (uint32_t chunk = 0; chunk < kt_in; ++chunk) {
+                        float o[1][2][4];
+                        warp_layer<1, KT, 2, true>(o, dl, wb + (size_t)chunk * 2u * KT * 32u, KT, KT);
+#pragma unroll
+                        for (int hh = 0; hh < 2; ++hh) {
+                            const uint32_t r = row0 + g + 8u * hh;
+                            if (r >= p.batch) continue;
+                            float* dst = p.din + (size_t)r * n_in;
+#pragma unroll
+                            for (int n = 0; n < 2; ++n) {
+                                const uint32_t c = chunk * 16u + n * 8u + 2u * t;
+                                if (c < n_in) dst[c] = o[0][n][2 * hh] * p.inv_loss_scale;
+                                if (c + 1 < n_in) dst[c + 1] = o[0][n][2 * hh + 1] * p.inv_loss_scale;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- the block's partial: warps' sums in warp order, padded layout ----
+    __syncthreads();
+    float* partial = p.partial + (size_t)blockIdx.x * p.partial_stride;
+    for (uint32_t f = threadIdx.x; f < (uint32_t)P; f += blockDim.x) {
+        uint32_t l = 0;
+        while (l < D && f >= padded_offset(sh, l + 1)) ++l;
+        const uint32_t local = f - (uint32_t)padded_offset(sh, l);
+        const uint32_t fi = fan_in_pad(sh, l), n8 = fi / 8u;
+        const uint32_t tile = local / 128u, ln = (local / 4u) % 32u, i = local % 4u;
+        const uint32_t o = (tile / n8) * 16u + ln / 4u + 8u * (i / 2u);
+        const uint32_t in = (tile % n8) * 8u + 2u * (ln % 4u) + (i % 2u);
+        float sum = 0.f;
+#pragma unroll
+        for (uint32_t w = 0; w < kWarps; ++w) sum += s_dw[w * P + f];
+        partial[padded_offset(sh, l) + (size_t)o * fi + in] = sum;
+    }
+}
+
+} // namespace fusedngp::gpu::detail
