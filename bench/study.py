@@ -225,10 +225,18 @@ def command_run(args):
         if args.budget_s and time.monotonic() - start > args.budget_s:
             print(f"study: time budget of {args.budget_s} s spent; run again to resume", flush=True)
             break
+        if args.dry_run:
+            # What would run, one command per group; nothing is measured or written.
+            print("study: would run:", " ".join(group_command(args, group, missing, "GROUP.csv")), flush=True)
+            ran += 1
+            continue
         wanted = set(missing)
         new_rows = run_group(args, group, missing)
         append_rows(csv_path, [r for r in new_rows if row_key(r) in wanted])
         ran += 1
+    if args.dry_run:
+        print(f"study: dry run: {ran} groups to run, {skipped} already done")
+        return 0
     summary = write_summary(args.out, read_rows(csv_path))
     print(f"study: {ran} groups run, {skipped} already done, {summary['n_rows']} rows in {csv_path} "
           f"({time.monotonic() - start:.1f} s)")
@@ -726,6 +734,7 @@ def parse_args(argv):
     run.add_argument("--fusedngp", default=os.path.join(ROOT, "build", "fusedngp"), help="the fusedngp binary")
     run.add_argument("--torch-python", default=sys.executable, help="python that runs bench/torch_mlp.py")
     run.add_argument("--quiet", action="store_true", help="hide the tools' tables")
+    run.add_argument("--dry-run", action="store_true", help="print the commands of the missing groups, run nothing")
     run.add_argument("--variants", default="",
                      help="also run the fused kernel under these resource restrictions: " + ", ".join(RESTRICTIONS))
     plot = sub.add_parser("plot", help="PNG plots from a study CSV")

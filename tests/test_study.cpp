@@ -179,6 +179,25 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     }
 }
 
+// The restricted variants become `bench mlp` calls of the fused kernel with
+// the caps and the variant name (checked without a GPU through --dry-run).
+TEST_F(StudyTooling, DryRunListsTheRestrictedFusedRuns) {
+    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " run --out " + (dir / "out").string() +
+                            " --fusedngp " + FUSEDNGP_BINARY +
+                            " --widths 64,512 --depths 2 --batches 2^16 --kernels fused,cublas --torch-python /bin/false"
+                            " --variants rtx3090_smem,one_block_per_sm --dry-run",
+                        dir / "dry.log"),
+              0);
+    const std::string log = read_text((dir / "dry.log").string());
+    EXPECT_NE(log.find("--fused-smem-per-sm 100 --fused-smem-per-block 99 --variant rtx3090_smem"), std::string::npos)
+        << log;
+    EXPECT_NE(log.find("--fused-blocks-per-sm 1 --variant one_block_per_sm"), std::string::npos) << log;
+    // W = 64: fused + cublas + two variants; W = 512: cublas only (no fused kernel, no variants).
+    EXPECT_NE(log.find("dry run: 4 groups to run"), std::string::npos) << log;
+    EXPECT_EQ(log.find("--widths 512 --depths 2 --kernels fused"), std::string::npos) << log;
+    EXPECT_FALSE(fs::exists(dir / "out" / "study.csv"));
+}
+
 TEST_F(StudyTooling, PlotOfACsvWithoutMeasurementsFailsClearly) {
     const fs::path csv = dir / "empty.csv";
     write_text_file(csv, kExpectedHeader + "\n");
