@@ -114,6 +114,20 @@ struct Row {
     std::string plan;
 };
 
+// The rows as CSV (the schema of bench/results/h200_run*.csv).
+void write_rows_csv(const std::string& path, const std::vector<Row>& rows) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+        std::fprintf(stderr, "fusedngp_mlp_bench: cannot write %s\n", path.c_str());
+        return;
+    }
+    std::fprintf(f, "variant,width,pass,ms,samples_per_s,tflops,plan\n");
+    for (const Row& r : rows)
+        std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
+                     r.samples_per_s, r.tflops, r.plan.c_str());
+    std::fclose(f);
+}
+
 constexpr int kRotations = kDefaultRotations;
 constexpr int kWarmup = 3;
 
@@ -247,16 +261,7 @@ int main(int argc, char** argv) {
         for (const Row& r : ab_rows)
             std::printf("%-14s %5u %-14s %10.4f %12.3f %7.1f%%\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
                         r.samples_per_s / 1e9, 100.0 * r.samples_per_s * bound_bytes / 4.25e12);
-        if (!opt.csv.empty()) {
-            FILE* f = std::fopen(opt.csv.c_str(), "w");
-            if (f != nullptr) {
-                std::fprintf(f, "variant,width,pass,ms,samples_per_s,tflops,plan\n");
-                for (const Row& r : ab_rows)
-                    std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
-                                 r.samples_per_s, r.tflops, r.plan.c_str());
-                std::fclose(f);
-            }
-        }
+        if (!opt.csv.empty()) write_rows_csv(opt.csv, ab_rows);
         return 0;
     }
 
@@ -409,15 +414,6 @@ int main(int argc, char** argv) {
     for (const Row& r : rows)
         std::printf("%-9s %5u %-22s %10.3f %12.3f %9.1f\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
                     r.samples_per_s / 1e9, r.tflops);
-    if (!opt.csv.empty()) {
-        FILE* f = std::fopen(opt.csv.c_str(), "w");
-        if (f != nullptr) {
-            std::fprintf(f, "variant,width,pass,ms,samples_per_s,tflops,plan\n");
-            for (const Row& r : rows)
-                std::fprintf(f, "%s,%u,%s,%.6f,%.6e,%.3f,\"%s\"\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
-                             r.samples_per_s, r.tflops, r.plan.c_str());
-            std::fclose(f);
-        }
-    }
+    if (!opt.csv.empty()) write_rows_csv(opt.csv, rows);
     return 0;
 }

@@ -100,4 +100,18 @@ cudaError_t launch_reduce_weight_gradients(const float* partial, uint32_t n_bloc
     return cudaGetLastError();
 }
 
+cudaError_t prepare_kernel(const void* kernel, int threads, size_t max_dynamic_smem, int carveout_percent,
+                           size_t smem_bytes, KernelInfo* info) {
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dynamic_smem);
+    if (err != cudaSuccess) return err;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent);
+    if (err != cudaSuccess) return err;
+    cudaFuncAttributes attr{};
+    if ((err = cudaFuncGetAttributes(&attr, kernel)) != cudaSuccess) return err;
+    info->registers = attr.numRegs;
+    info->local_bytes = attr.localSizeBytes;
+    info->static_smem_bytes = attr.sharedSizeBytes;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->blocks_per_sm, kernel, threads, smem_bytes);
+}
+
 } // namespace fusedngp::gpu

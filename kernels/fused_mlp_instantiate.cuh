@@ -18,16 +18,7 @@ template <int W>
 cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, int carveout_percent,
                                  size_t smem_bytes, KernelInfo* info) {
     const void* kernel = detail::fused_kernel<W>(training, mt);
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dynamic_smem);
-    if (err != cudaSuccess) return err;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent);
-    if (err != cudaSuccess) return err;
-    cudaFuncAttributes attr{};
-    if ((err = cudaFuncGetAttributes(&attr, kernel)) != cudaSuccess) return err;
-    info->registers = attr.numRegs;
-    info->local_bytes = attr.localSizeBytes;
-    info->static_smem_bytes = attr.sharedSizeBytes;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->blocks_per_sm, kernel, detail::kThreads, smem_bytes);
+    return prepare_kernel(kernel, detail::kThreads, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
 
 template <int W>

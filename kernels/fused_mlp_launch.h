@@ -17,14 +17,19 @@ struct KernelInfo {
     size_t static_smem_bytes = 0;
 };
 
+// Prepares `kernel` (any of the fused-MLP kernels) for launches of `threads`
+// threads: raises its dynamic shared-memory limit to max_dynamic_smem, sets
+// its preferred carve-out (percent of the SM's shared-memory maximum; -1 =
+// the driver's default) and fills `info` (registers, local and static memory,
+// resident blocks at smem_bytes of dynamic shared memory). The carve-out is a
+// property of the kernel, not of one FusedMlp: the last plan made wins.
+cudaError_t prepare_kernel(const void* kernel, int threads, size_t max_dynamic_smem, int carveout_percent,
+                           size_t smem_bytes, KernelInfo* info);
+
 // Rows per warp slab is 16 * mt (mt = 1 or 2): two row tiles per warp halve
 // the weight-fragment traffic; mt = 1 exists for very deep/wide networks
 // whose per-row shared memory leaves room for fewer than 32 rows.
-// Raises the kernel's dynamic shared-memory limit to max_dynamic_smem, sets
-// its preferred shared-memory carve-out (percent of the SM's unified L1 /
-// shared memory; -1 = the driver's default) and reports registers and
-// occupancy at smem_bytes. The carve-out is a property of the kernel, not of
-// one FusedMlp: every plan sets it, so the last plan made wins.
+// prepare_kernel (above) for the block-tile kernel of this width and pass.
 template <int W>
 cudaError_t prepare_fused_kernel(bool training, int mt, size_t max_dynamic_smem, int carveout_percent,
                                  size_t smem_bytes, KernelInfo* info);

@@ -30,9 +30,8 @@ struct WarpKernelVariant {
     bool weights_in_smem = false;
 };
 
-// Raises the dynamic shared-memory limit to max_dynamic_smem, sets the
-// preferred carve-out (percent, -1 = default; see prepare_fused_kernel) and
-// reports registers and occupancy (blocks of kWarpKernelThreads) at smem_bytes.
+// prepare_kernel (fused_mlp_launch.h) for the warp inference kernel variant
+// (blocks of kWarpKernelThreads).
 template <int W>
 cudaError_t prepare_warp_inference(const WarpKernelVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                    size_t smem_bytes, KernelInfo* info);

@@ -22,16 +22,7 @@ template <int W>
 cudaError_t prepare_warp_train(const WarpKernelVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                size_t smem_bytes, KernelInfo* info) {
     const void* kernel = detail::warp_train_kernel<W>(v);
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)max_dynamic_smem);
-    if (err != cudaSuccess) return err;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent);
-    if (err != cudaSuccess) return err;
-    cudaFuncAttributes attr{};
-    if ((err = cudaFuncGetAttributes(&attr, kernel)) != cudaSuccess) return err;
-    info->registers = attr.numRegs;
-    info->local_bytes = attr.localSizeBytes;
-    info->static_smem_bytes = attr.sharedSizeBytes;
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->blocks_per_sm, kernel, kWarpKernelThreads, smem_bytes);
+    return prepare_kernel(kernel, kWarpKernelThreads, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
 
 template <int W>

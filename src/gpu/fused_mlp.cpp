@@ -108,8 +108,7 @@ FusedMlp::PassPlan FusedMlp::plan_pass(bool training) const {
                                                                           p.smem_bytes, &p.kernel)));
             return 0;
         });
-        apply_resource_caps(p);
-        p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
+        finish_plan(p);
         return p;
     };
     auto better = [&](const PassPlan& a, const PassPlan& b) {  // is a better than b?
@@ -155,14 +154,25 @@ int FusedMlp::carveout_percent() const {
     return tuning_.smem_per_sm_cap != 0 ? (int)(tuning_.smem_per_sm_cap * 100 / smem_per_sm_) : -1;
 }
 
-// The study's restrictions (FusedMlpTuning), applied to the resident blocks
-// whatever the occupancy calculator makes of the carve-out hint.
-void FusedMlp::apply_resource_caps(PassPlan& p) const {
+// Completes a candidate plan whose kernel was just prepared: the study's
+// restrictions (FusedMlpTuning) cap the resident blocks, whatever the
+// occupancy calculator makes of the carve-out hint, and the persistent grid
+// is sized to the resident blocks (at least one per SM).
+void FusedMlp::finish_plan(PassPlan& p) const {
     if (tuning_.smem_per_sm_cap != 0) {
         const size_t per_block = p.smem_bytes + p.kernel.static_smem_bytes + reserved_smem_per_block_;
         p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, (int)(tuning_.smem_per_sm_cap / per_block));
     }
     if (tuning_.max_blocks_per_sm > 0) p.kernel.blocks_per_sm = std::min(p.kernel.blocks_per_sm, tuning_.max_blocks_per_sm);
+    p.max_blocks = (uint32_t)std::max(1, p.kernel.blocks_per_sm) * (uint32_t)sm_count_;
+}
+
+// The warp kernels' input-tile template (1, 2 or 4 k16 tiles; a 3-tile input
+// runs the 4-tile kernel), or 0 when n_in is too wide for them.
+int FusedMlp::warp_input_tiles() const {
+    const uint32_t kt = shape_.n_in_pad / 16u;
+    if (kt > kMaxWarpInputTiles) return 0;
+    return kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
 }
 
 // The register-resident warp kernel (kernels/fused_mlp_warp_device.cuh) for
@@ -180,13 +190,11 @@ void FusedMlp::apply_resource_caps(PassPlan& p) const {
 bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     constexpr size_t kWarpSmemWeightsMax = 48 * 1024;
     constexpr int kMinWarpBlocks = 4;
-    if (shape_.width > 64) return false;
-    const uint32_t kt = shape_.n_in_pad / 16u;
-    if (kt > kMaxWarpInputTiles) return false;
+    const int kt_in = warp_input_tiles();
+    if (shape_.width > 64 || kt_in == 0) return false;
     const size_t weight_bytes = n_params_padded(shape_) * 2;
-    const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
     auto rows_per_sm = [](const PassPlan& p) {
-        return (uint64_t)p.kernel.blocks_per_sm * kWarpKernelThreads / 32 * p.rows_per_tile;
+        return (uint64_t)p.kernel.blocks_per_sm * p.warps_per_block() * p.rows_per_tile;
     };
     bool found = false;
     for (int mt : {2, 1}) {
@@ -207,9 +215,8 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
                         p.warp_variant, device_smem_per_block_, carveout_percent(), p.smem_bytes, &p.kernel)));
                 return 0;
             });
-            apply_resource_caps(p);
+            finish_plan(p);
             if (p.kernel.blocks_per_sm < 1) continue;
-            p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
             if (p.kernel.blocks_per_sm >= kMinWarpBlocks) {
                 plan = p;
                 return true;
@@ -231,10 +238,8 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
 // unless FusedMlpTuning::force_warp_training.
 bool FusedMlp::plan_warp_training(PassPlan& plan) const {
     constexpr int kMinWarpTrainBlocks = 2;
-    if (shape_.width != 16 && shape_.width != 32) return false;
-    const uint32_t kt = shape_.n_in_pad / 16u;
-    if (kt > kMaxWarpInputTiles) return false;
-    const int kt_in = kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
+    const int kt_in = warp_input_tiles();
+    if ((shape_.width != 16 && shape_.width != 32) || kt_in == 0) return false;
     PassPlan p;
     p.warp = true;
     p.warp_variant = {1, kt_in, true};
@@ -248,10 +253,9 @@ bool FusedMlp::plan_warp_training(PassPlan& plan) const {
                                                                         carveout_percent(), p.smem_bytes, &p.kernel)));
         return 0;
     });
-    apply_resource_caps(p);
+    finish_plan(p);
     const int min_blocks = tuning_.force_warp_training ? 1 : kMinWarpTrainBlocks;
     if (p.kernel.blocks_per_sm < min_blocks) return false;
-    p.max_blocks = (uint32_t)p.kernel.blocks_per_sm * (uint32_t)sm_count_;
     plan = p;
     return true;
 }

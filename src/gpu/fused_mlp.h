@@ -102,6 +102,9 @@ public:
         // warp's slab, 16 * row_tiles_per_warp.
         bool warp = false;
         WarpKernelVariant warp_variant;
+        // Warps per block; a block (tile kernels) or a warp (warp kernels)
+        // takes one rows_per_tile unit of the batch at a time.
+        int warps_per_block() const { return warp ? (int)(kWarpKernelThreads / 32) : kBlockWarps; }
     };
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
@@ -151,7 +154,8 @@ private:
     // The warp training kernel's plan, or false (then the block-tile kernel).
     bool plan_warp_training(PassPlan& plan) const;
     int carveout_percent() const;
-    void apply_resource_caps(PassPlan& plan) const;
+    void finish_plan(PassPlan& plan) const;
+    int warp_input_tiles() const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
     void run_training_kernel(KernelArgs args, float* d_dweights, cudaStream_t stream, bool accumulate);
 

@@ -32,7 +32,7 @@ MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& p
     // The block-tile kernels run 8 warps per block and hand a row tile to a
     // block; the warp kernel runs kWarpKernelThreads / 32 warps per block and
     // hands a slab to a warp. Waves = work units per resident worker.
-    const int warps_per_block = plan.warp ? (int)(kWarpKernelThreads / 32) : kBlockWarps;
+    const int warps_per_block = plan.warps_per_block();
     r.occupancy = (double)plan.kernel.blocks_per_sm * warps_per_block / max_warps_per_sm;
     r.rows_per_tile = mlp.rows_per_tile_for(batch, plan);
     const double tiles = std::ceil((double)batch / r.rows_per_tile);
@@ -54,6 +54,7 @@ MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_ba
     int device = 0, threads = 0;
     FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
     FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
     max_warps_per_sm_ = threads / 32;
 }
 
@@ -71,11 +72,8 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     MlpBenchResult result;
     if (fused) {
         auto f = std::make_unique<FusedMlp>(config, c.fused_tuning);
-        int sm_count = 0, device = 0;
-        FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
-        FUSEDNGP_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
         result.resources = resources_of(*f, c.pass == "train" ? f->training_plan() : f->inference_plan(), c.batch,
-                                        sm_count, max_warps_per_sm_);
+                                        sm_count_, max_warps_per_sm_);
         mlp = std::move(f);
     } else {
         mlp = create_gpu_mlp(config, MlpKernel::Cublas, c.batch);

@@ -70,6 +70,7 @@ private:
     RotatedBuffers inputs_, targets_, douts_;
     DeviceMemory out_;
     int max_warps_per_sm_ = 64;
+    int sm_count_ = 0;
 };
 
 } // namespace fusedngp::gpu
