@@ -80,7 +80,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
         if (!has_warp_training_) throw;
     }
     if (has_warp_training_)
-        warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, shape_.n_hidden, tuning_) : 0;
+        warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, tuning_) : 0;
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
@@ -250,32 +250,39 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
 // fp16 activation slots per warp in shared memory. The fp32 weight-gradient
 // sums are either one per warp (4P bytes each: W32 D2 62 KB per block of 4
 // warps, W64 D2 164 KB) or one per block, added to in a fixed warp order
-// (WarpDwMode::Shared; 4P bytes per block), which keeps W = 64 and deep
+// (WarpDwMode::Shared; 4P bytes per block), which keeps W = 64 and deeper
 // networks resident. Candidates: per-warp sums (4 warps per block), shared
-// sums with 4, 6, 8, 12 (or 2) warps per block, and at W = 64 shared sums at 128
-// registers with 4 or 8 warps (2 blocks per SM). The one keeping the most
-// warps resident per SM wins; ties go to per-warp sums (no waits), then to
-// the shared kernel without spills, then to fewer warps per block (shorter
-// waits). Below kMinWarpTrainWarps resident warps the block-tile kernel runs
-// instead, unless FusedMlpTuning::force_warp_training.
+// sums with 2 to 12 warps per block, and at W = 64 shared sums at 128
+// registers with 4 or 8 warps (2 blocks per SM). Choice, from the H200 A/B
+// (docs/FUSED_MLP_DESIGN.md, "Warp training kernel at W = 64"):
+//  - per-warp sums wherever they keep kPerWarpMinWarps warps per SM: no
+//    turns, no input staging (W16 D2 at 2^20 rows: 8.50 G/s with 20 warps,
+//    8.15-8.52 for the shared variants with 12-24; W32 D1: 7.64 vs 7.58);
+//  - else the shared variant keeping the most warps per SM, ties to larger
+//    blocks (W32 D2: 2 x 8 warps 5.63 G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8
+//    at 128 registers 5.31, 4 x 4 5.19), then to the kernel without the
+//    128-register cap (earlier in the list).
+// (choose_warp_train_variant). Below kMinWarpTrainWarps resident warps the
+// block-tile kernel runs instead (W64 D4 with 8 warps was still 6 % faster
+// than it; D5/D6 fit only 4/2), unless FusedMlpTuning::force_warp_training.
 bool FusedMlp::plan_warp_training(PassPlan& plan) const {
     constexpr int kMinWarpTrainWarps = 8;
     const int kt_in = warp_input_tiles();
     const uint32_t width = shape_.width;
     if ((width != 16 && width != 32 && width != 64) || kt_in == 0) return false;
-    const WarpTrainVariant candidates[] = {
+    const WarpTrainVariant variants[] = {
         {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32},
-        {kt_in, WarpDwMode::Shared, 4},
-        {kt_in, WarpDwMode::Shared, 6},
-        {kt_in, WarpDwMode::Shared, 8},
         {kt_in, WarpDwMode::Shared, 12},
+        {kt_in, WarpDwMode::Shared, 8},
+        {kt_in, WarpDwMode::Shared, 6},
+        {kt_in, WarpDwMode::Shared, 4},
         {kt_in, WarpDwMode::Shared, 2},  // deep networks (forced only: too few warps)
-        {kt_in, WarpDwMode::Shared128, 4},
         {kt_in, WarpDwMode::Shared128, 8},
+        {kt_in, WarpDwMode::Shared128, 4},
     };
-    bool found = false;
-    int best_warps = 0;
-    for (const WarpTrainVariant& v : candidates) {
+    std::vector<WarpTrainCandidate> candidates;
+    std::vector<PassPlan> plans;
+    for (const WarpTrainVariant& v : variants) {
         if (tuning_.warp_train_dw_mode >= 0 && (int)v.dw_mode != tuning_.warp_train_dw_mode) continue;
         if (tuning_.warp_train_warps > 0 && v.dw_mode != WarpDwMode::PerWarp && v.warps != tuning_.warp_train_warps)
             continue;
@@ -296,31 +303,48 @@ bool FusedMlp::plan_warp_training(PassPlan& plan) const {
             return 0;
         });
         finish_plan(p);
-        if (p.kernel.blocks_per_sm < 1) continue;
-        const int resident = p.kernel.blocks_per_sm * v.warps;
-        // Candidates come in order of preference: only strictly more warps win.
-        if (!found || resident > best_warps) {
-            plan = p;
-            best_warps = resident;
-            found = true;
-        }
+        candidates.push_back({v, std::max(0, p.kernel.blocks_per_sm) * v.warps});
+        plans.push_back(p);
     }
-    const int min_warps = tuning_.force_warp_training ? 1 : kMinWarpTrainWarps;
-    return found && best_warps >= min_warps;
+    const int chosen = choose_warp_train_variant(candidates, tuning_.force_warp_training ? 1 : kMinWarpTrainWarps);
+    if (chosen < 0) return false;
+    plan = plans[(size_t)chosen];
+    return true;
 }
 
-// Crossover batches of the warp and block-tile training kernels, from the
-// H200 A/B runs (docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice"):
-// the warp kernel has fixed per-call costs (staging both weight copies per
-// block, zeroing and writing the per-block sums, 2-5x more partials to
-// reduce) worth ~10-13 us, which its lower per-row cost repays from about
-// 0.9-1.5 x 2^17 rows at W16/W32 D <= 2 (both passes), 2.5-4 x 2^17 at W32 D4
-// (where it is only 5-10 % faster per row).
-uint32_t warp_training_min_batch_for(uint32_t width, uint32_t depth, const FusedMlpTuning& tuning) {
+int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates, int min_warps) {
+    constexpr int kPerWarpMinWarps = 16;
+    int per_warp = -1, shared = -1;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const WarpTrainCandidate& c = candidates[i];
+        if (c.resident_warps < 1) continue;
+        if (c.variant.dw_mode == WarpDwMode::PerWarp) {
+            if (per_warp < 0) per_warp = (int)i;
+        } else if (shared < 0 || c.resident_warps > candidates[(size_t)shared].resident_warps) {
+            shared = (int)i;
+        }
+    }
+    int chosen = shared;
+    if (per_warp >= 0) {
+        const int pw = candidates[(size_t)per_warp].resident_warps;
+        if (pw >= kPerWarpMinWarps || shared < 0 || pw > candidates[(size_t)shared].resident_warps) chosen = per_warp;
+    }
+    if (chosen < 0 || candidates[(size_t)chosen].resident_warps < min_warps) return -1;
+    return chosen;
+}
+
+// Crossover batches of the warp and block-tile training kernels, measured on
+// the H200 (docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice"): the
+// warp kernel has fixed per-call costs (staging both weight copies per block,
+// zeroing and writing the per-block sums, more partials to reduce) worth
+// ~10-13 us, which its lower per-row cost repays from ~2^17 rows at W = 16
+// and 32 (-6 to +15 % against the tile kernel at 2^17, 14-32 % faster at
+// 2^18) and from ~1.5 x 2^17 at W = 64 (3-8 % slower at 2^17, -1 to +10 %
+// at 2^18).
+uint32_t warp_training_min_batch_for(uint32_t width, const FusedMlpTuning& tuning) {
     if (tuning.force_warp_training) return 0;
     if (tuning.warp_training_min_batch != 0) return tuning.warp_training_min_batch;
-    if (width == 32 && depth >= 3) return 1u << 18;
-    return 1u << 17;
+    return width >= 64 ? 1u << 18 : 1u << 17;
 }
 
 bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint32_t min_batch, uint32_t batch) {

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fusedngp::gpu {
 
@@ -105,8 +106,22 @@ struct FusedMlpTuning {
 bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint32_t min_batch, uint32_t batch);
 // Smallest batch at which the warp training kernel beats the block-tile one
 // (tuning.warp_training_min_batch when set, else the crossover measured on
-// the H200; 0 with force_warp_training). See docs/FUSED_MLP_DESIGN.md.
-uint32_t warp_training_min_batch_for(uint32_t width, uint32_t depth, const FusedMlpTuning& tuning);
+// the H200 for this width, 2^17 or 2^18 rows; 0 with force_warp_training).
+// See docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice".
+uint32_t warp_training_min_batch_for(uint32_t width, const FusedMlpTuning& tuning);
+
+// One evaluated variant of the warp training kernel: its warps resident per
+// SM (occupancy API), 0 when it does not fit.
+struct WarpTrainCandidate {
+    WarpTrainVariant variant;
+    int resident_warps = 0;
+};
+// The variant FusedMlp plans (index into `candidates`, or -1 for none, then
+// the block-tile kernel runs): per-warp sums where they keep at least 16
+// warps per SM, else the per-block-sum variant with the most resident warps
+// (ties to the earlier candidate: list larger blocks first), and only with at
+// least min_warps resident. Host logic, tested on the CPU.
+int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates, int min_warps);
 
 class FusedMlp final : public GpuMlp {
 public:

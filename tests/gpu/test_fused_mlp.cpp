@@ -825,9 +825,11 @@ TEST(FusedMlp, TrainingKernelChoice) {
 // without a device (this test runs on the CPU-only CI machine too).
 TEST(FusedMlpHost, TrainingKernelChoiceByBatch) {
     FusedMlpTuning def;
-    const uint32_t m = warp_training_min_batch_for(16, 2, def);
-    EXPECT_GE(m, 1u << 16);  // measured: the tile kernel wins at 2^16 rows ...
-    EXPECT_LE(m, 1u << 18);  // ... the warp kernel from ~1.5 x 2^17 at the latest
+    const uint32_t m = warp_training_min_batch_for(16, def);
+    EXPECT_GT(m, 1u << 16);   // measured: the tile kernel wins at 2^16 rows ...
+    EXPECT_LE(m, 1u << 17);   // ... the warp kernel from ~2^17 (W16/W32) ...
+    EXPECT_GT(warp_training_min_batch_for(64, def), 1u << 17);  // ... and 1.5 x 2^17 (W64)
+    EXPECT_LE(warp_training_min_batch_for(64, def), 1u << 18);
     EXPECT_FALSE(choose_warp_training(true, def, m, 1));
     EXPECT_FALSE(choose_warp_training(true, def, m, 1u << 16));
     EXPECT_FALSE(choose_warp_training(true, def, m, m - 1));
@@ -835,16 +837,15 @@ TEST(FusedMlpHost, TrainingKernelChoiceByBatch) {
     EXPECT_TRUE(choose_warp_training(true, def, m, 1u << 20));
     EXPECT_TRUE(choose_warp_training(true, def, m, 0xFFFFFFFFu));
     EXPECT_FALSE(choose_warp_training(false, def, m, 1u << 20));  // no warp plan
-    for (uint32_t w : {16u, 32u, 64u})
-        for (uint32_t d : {1u, 2u, 4u, 8u}) {
-            const uint32_t c = warp_training_min_batch_for(w, d, def);
-            EXPECT_GE(c, 1u << 16) << "W" << w << " D" << d;
-            EXPECT_LE(c, 1u << 20) << "W" << w << " D" << d;
-        }
+    for (uint32_t w : {16u, 32u, 64u}) {
+        const uint32_t c = warp_training_min_batch_for(w, def);
+        EXPECT_FALSE(choose_warp_training(true, def, c, 1u << 16)) << "W" << w;
+        EXPECT_TRUE(choose_warp_training(true, def, c, 1u << 18)) << "W" << w;
+    }
 
     FusedMlpTuning force;
     force.force_warp_training = true;
-    EXPECT_EQ(warp_training_min_batch_for(64, 2, force), 0u);
+    EXPECT_EQ(warp_training_min_batch_for(64, force), 0u);
     EXPECT_TRUE(choose_warp_training(true, force, 0, 1));
     EXPECT_FALSE(choose_warp_training(false, force, 0, 1));
 
@@ -856,9 +857,50 @@ TEST(FusedMlpHost, TrainingKernelChoiceByBatch) {
 
     FusedMlpTuning fixed;
     fixed.warp_training_min_batch = 5000;
-    EXPECT_EQ(warp_training_min_batch_for(32, 2, fixed), 5000u);
+    EXPECT_EQ(warp_training_min_batch_for(32, fixed), 5000u);
     EXPECT_FALSE(choose_warp_training(true, fixed, 5000, 4999));
     EXPECT_TRUE(choose_warp_training(true, fixed, 5000, 5000));
+}
+
+// The warp training variant the planner picks from the resident warps the
+// occupancy API gives each candidate; the cases are the H200 occupancies of
+// the A/B run (32 -> W x D -> 16), where the pick was the fastest variant.
+TEST(FusedMlpHost, WarpTrainingVariantChoice) {
+    const WarpDwMode pw = WarpDwMode::PerWarp, sh = WarpDwMode::Shared, s128 = WarpDwMode::Shared128;
+    auto pick = [](std::vector<WarpTrainCandidate> c, int min_warps = 8) {
+        const int i = choose_warp_train_variant(c, min_warps);
+        return i < 0 ? std::string("none")
+                     : std::string(c[(size_t)i].variant.dw_mode == WarpDwMode::PerWarp
+                                       ? "pw"
+                                       : (c[(size_t)i].variant.dw_mode == WarpDwMode::Shared ? "sh" : "s128x")) +
+                           (c[(size_t)i].variant.dw_mode == WarpDwMode::PerWarp ? ""
+                                                                               : std::to_string(c[(size_t)i].variant.warps));
+    };
+    // W16 D2: per-warp sums keep 20 warps (8.50 G/s), the shared ones 24 (7.87-8.52).
+    EXPECT_EQ(pick({{{2, pw, 4}, 20}, {{2, sh, 12}, 24}, {{2, sh, 8}, 24}, {{2, sh, 6}, 24}, {{2, sh, 4}, 24}}), "pw");
+    // W32 D1: 16 and 16 (7.64 vs 7.58).
+    EXPECT_EQ(pick({{{2, pw, 4}, 16}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 4}, 16}}), "pw");
+    // W32 D2: per-warp 12 warps (5.06), 2 x 8 shared (5.63), 4 x 4 (5.41).
+    EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 12}, {{2, sh, 4}, 16}}), "sh8");
+    // W64 D2: 2 x 8 warps at 128 registers (2.89) over 12 (2.72) and per-warp 4 (1.41).
+    EXPECT_EQ(pick({{{2, pw, 4}, 4},
+                    {{2, sh, 12}, 12},
+                    {{2, sh, 8}, 8},
+                    {{2, sh, 6}, 12},
+                    {{2, sh, 4}, 8},
+                    {{2, s128, 8}, 16},
+                    {{2, s128, 4}, 8}}),
+              "s128x8");
+    // W64 D4: 8 and 8 (1.295 vs 1.301): the kernel without the register cap.
+    EXPECT_EQ(pick({{{2, sh, 8}, 8}, {{2, sh, 6}, 6}, {{2, sh, 4}, 4}, {{2, s128, 8}, 8}, {{2, s128, 4}, 4}}), "sh8");
+    // W64 D5: 4 warps at most: the tile kernel, unless forced.
+    EXPECT_EQ(pick({{{2, sh, 4}, 4}, {{2, sh, 2}, 2}, {{2, s128, 4}, 4}}), "none");
+    EXPECT_EQ(pick({{{2, sh, 4}, 4}, {{2, sh, 2}, 2}, {{2, s128, 4}, 4}}, 1), "sh4");
+    // Only per-warp sums (forced): taken if they fit.
+    EXPECT_EQ(pick({{{2, pw, 4}, 4}}, 1), "pw");
+    EXPECT_EQ(pick({{{2, pw, 4}, 4}}), "none");
+    EXPECT_EQ(pick({{{2, pw, 4}, 0}, {{2, sh, 4}, 0}}, 1), "none");  // nothing fits
+    EXPECT_EQ(pick({}), "none");
 }
 
 // Shared-memory sizes behind the W = 64 design (docs/FUSED_MLP_DESIGN.md).
