@@ -67,7 +67,7 @@ void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::stri
     }
 }
 
-json summary_json(const TrainOptions& o, const std::string& mode, const Backend& b, const TrainOutcome& outcome,
+json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome,
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
     double secs = outcome.last.train_seconds;
     const StepTimings t = b.last_timings();
@@ -89,6 +89,7 @@ json summary_json(const TrainOptions& o, const std::string& mode, const Backend&
                 {"psnr_history", psnr_history},
                 // Where the time of the last timed step went (see the printed line).
                 {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
+                {"diagnostics", b.diagnostics()},
                 {"config", b.config()}};
 }
 

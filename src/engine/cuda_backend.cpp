@@ -444,6 +444,11 @@ void CudaBackend::set_loss_scale(float scale) {
     loss_scale_ = scale;
 }
 
+json CudaBackend::diagnostics() {
+    synchronize();
+    return {{"loss_scale", loss_scale_}, {"skipped_steps", skipped_steps_}};
+}
+
 uint64_t CudaBackend::skipped_steps() {
     synchronize();
     return skipped_steps_;
