@@ -322,7 +322,8 @@ float CudaBackend::train_step(uint32_t batch_size) {
     if (image_data_) {
         const Image& image = image_data_->image();
         gpu::DeviceImage d_image{image_pixels_.data(), image.width, image.height, image.channels};
-        gpu::launch_sample_image(d_image, seed_, step_, batch_size, inputs_.data(), targets_.data(), stream_);
+        gpu::launch_sample_image(d_image, image_data_->sampling(), seed_, step_, batch_size, inputs_.data(),
+                                 targets_.data(), stream_);
     } else {
         // Any other data: sample on the host like the CPU backend, then upload.
         Matrix<float> in, target;
@@ -442,6 +443,11 @@ float CudaBackend::synchronize() {
 void CudaBackend::set_loss_scale(float scale) {
     mlp_->set_loss_scale(scale);
     loss_scale_ = scale;
+}
+
+json CudaBackend::diagnostics() {
+    synchronize();
+    return {{"loss_scale", loss_scale_}, {"skipped_steps", skipped_steps_}};
 }
 
 uint64_t CudaBackend::skipped_steps() {

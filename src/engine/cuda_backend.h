@@ -77,6 +77,7 @@ public:
     float loss_scale() const { return loss_scale_; }
     void set_loss_scale(float scale);
     uint64_t skipped_steps();              // overflowing steps so far (synchronises)
+    json diagnostics() override;           // loss_scale, skipped_steps (synchronises)
     // True when an overflowing step leaves the optimizer untouched (a CUDA
     // graph with a conditional node); false: the fallback, whose update runs
     // with zeroed gradients (weights stay finite, moments decay once).

@@ -3,6 +3,8 @@
 #include "backends/cpu_backend.h"
 #include "core/errors.h"
 #include "engine/cuda_backend.h"
+#include "engine/cuda_backend_kernels.h"
+#include "io/sampling.h"
 #include "io/image.h"
 #include "model/trainer.h"
 #include "modes/image_mode.h"
@@ -12,8 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 namespace fusedngp {
 namespace {
@@ -69,6 +74,57 @@ void random_batch(uint32_t n, uint32_t n_out, uint64_t seed, Matrix<float>& in, 
 double psnr_of(Backend& backend, const Image& reference, Image* render = nullptr) {
     InferenceFn infer = [&](const Matrix<float>& in, Matrix<float>& out) { backend.inference(in, out); };
     return evaluate_image(infer, reference, false, render).psnr;
+}
+
+// The sampling kernel against io/sampling.cpp's semantics (the CPU twin):
+// stratified cells, pixel-centre snapping and targets, bilinear targets.
+void sample_on_gpu(const Image& image, const ImageSampling& sampling, uint32_t batch, std::vector<float>& coords,
+                   std::vector<float>& targets) {
+    float *d_pixels = nullptr, *d_coords = nullptr, *d_targets = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_pixels, image.pixels.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_coords, (size_t)batch * 2 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_targets, (size_t)batch * image.channels * sizeof(float)), cudaSuccess);
+    cudaMemcpy(d_pixels, image.pixels.data(), image.pixels.size() * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemset(d_coords, 0xff, (size_t)batch * 2 * sizeof(float));  // poison: NaN where unwritten
+    cudaMemset(d_targets, 0xff, (size_t)batch * image.channels * sizeof(float));
+    gpu::DeviceImage d_image{d_pixels, image.width, image.height, image.channels};
+    gpu::launch_sample_image(d_image, sampling, 9, 4, batch, d_coords, d_targets, nullptr);
+    coords.resize((size_t)batch * 2);
+    targets.resize((size_t)batch * image.channels);
+    cudaMemcpy(coords.data(), d_coords, coords.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(targets.data(), d_targets, targets.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(d_pixels);
+    cudaFree(d_coords);
+    cudaFree(d_targets);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaBackend, SamplingKernelStratifiesAndSnapsLikeTheCpu) {
+    REQUIRE_DEVICE();
+    Image image = astronaut_crop(16);
+    const uint32_t batch = 70;  // side 8: 64 stratified samples, one per 2 x 2 pixel cell, and 6 uniform
+    std::vector<float> coords, targets;
+    sample_on_gpu(image, ImageSampling{SamplePositions::Stratified, SampleTargets::PixelCentres}, batch, coords,
+                  targets);
+    std::vector<int> hits(64, 0);
+    for (uint32_t i = 0; i < batch; ++i) {
+        const float u = coords[2 * i], v = coords[2 * i + 1];
+        const int px = (int)std::lround(u * 16 - 0.5f), py = (int)std::lround(v * 16 - 0.5f);
+        ASSERT_NEAR(u * 16 - 0.5f, (float)px, 1e-5f) << i;
+        ASSERT_NEAR(v * 16 - 0.5f, (float)py, 1e-5f) << i;
+        ASSERT_TRUE(px >= 0 && px < 16 && py >= 0 && py < 16) << i;
+        for (int c = 0; c < image.channels; ++c) ASSERT_EQ(targets[(size_t)i * image.channels + c], image.at(px, py, c));
+        if (i < 64) ++hits[(py / 2) * 8 + px / 2];
+    }
+    for (int cell = 0; cell < 64; ++cell) EXPECT_EQ(hits[cell], 1) << cell;
+
+    sample_on_gpu(image, ImageSampling{SamplePositions::Uniform, SampleTargets::Bilinear}, batch, coords, targets);
+    for (uint32_t i = 0; i < batch; ++i) {
+        float expected[4];
+        sample_bilinear<float>(image, coords[2 * i], coords[2 * i + 1], expected);
+        for (int c = 0; c < image.channels; ++c)
+            EXPECT_NEAR(targets[(size_t)i * image.channels + c], expected[c], 1e-6f) << i;
+    }
 }
 
 TEST(CudaBackend, StartsFromTheCpuInitialisation) {

@@ -48,7 +48,9 @@ void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
     const AdamConstants k = adam_constants(settings_);
     launch_adam_begin_step(counters(), k, schedule(), stream);
     for (const ParamGroup& group : groups_) {
-        launch_adam_update(device_counters(), k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
+        AdamConstants group_k = k;
+        if (!takes_l2_reg(group)) group_k.l2_reg = 0.f;
+        launch_adam_update(device_counters(), group_k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
                            group.offset, group.size, group.row_size, skips_rows_of(group), stream);
     }
 }
