@@ -114,7 +114,9 @@ std::string relative_difference(const std::vector<float>& a, const std::vector<f
 std::string describe(const GridKernelConfig& c) {
     std::ostringstream s;
     s << "smem<=" << c.gradient_smem_bytes << " ratio " << c.gradient_flush_ratio << " spt<="
-      << c.gradient_max_samples_per_thread << (c.gradient_interleave_levels ? " interleaved" : " level-major")
+      << c.gradient_max_samples_per_thread
+      << (c.gradient_interleave_levels ? " interleaved<=" + std::to_string(c.gradient_interleave_max_bytes >> 20) + "MB"
+                                       : std::string(" level-major"))
       << (c.gradient_pair_corners ? " pairs" : " no-pairs");
     return s.str();
 }
@@ -202,6 +204,7 @@ void run_case(Bench& bench, uint32_t n_dims, const json& encoding_config, uint32
     time_gradient("dparams kernel", legacy_pairs);
     GridShape interleaved = legacy;
     interleaved.config.gradient_interleave_levels = true;
+    interleaved.config.gradient_interleave_max_bytes = 0xFFFFFFFFu;  // whatever the tables' size
     time_gradient("dparams kernel", interleaved);
     interleaved.config.gradient_pair_corners = true;
     time_gradient("dparams kernel", interleaved);

@@ -32,9 +32,12 @@ struct GridLevelInfo {
 struct GridKernelConfig {
     uint32_t forward_group_log2 = 0;      // forward: 2^this levels per sample run
     uint32_t gradient_smem_bytes = 0;     // largest table summed in shared memory (0: none)
-    uint32_t gradient_flush_ratio = 8;
-    uint32_t gradient_max_samples_per_thread = 16;
+    uint32_t gradient_flush_ratio = 32;
+    uint32_t gradient_max_samples_per_thread = 8;
     bool gradient_interleave_levels = true;
+    // Interleave only while the global levels' gradient tables together take
+    // at most this many bytes (set from the L2 size).
+    uint32_t gradient_interleave_max_bytes = 0xFFFFFFFFu;
     bool gradient_pair_corners = true;
 };
 
@@ -56,12 +59,12 @@ constexpr uint32_t kGridGradientThreads = 512;
 constexpr uint32_t kGridSmemAuto = 0xFFFFFFFFu;
 
 // Lets the gradient kernel of this shape's (n_dims, n_features) use the
-// device's whole per-block shared memory and returns
-// shape.config.gradient_smem_bytes resolved (kGridSmemAuto) and clamped to
-// that maximum: the value to use.
+// device's whole per-block shared memory and returns shape.config with the
+// device-dependent parts resolved: gradient_smem_bytes (kGridSmemAuto
+// resolved, clamped to that maximum) and gradient_interleave_max_bytes.
 // Host-only and idempotent; the encoding's constructor calls it, before any
 // launch (not during stream capture).
-uint32_t prepare_grid_gradient_kernel(const GridShape& shape);
+GridKernelConfig prepare_grid_gradient_kernel(const GridShape& shape);
 
 // out[s][l*F + f] for every sample s < batch and level l. `table` is the
 // whole parameter block (fp16 copy or fp32 master).

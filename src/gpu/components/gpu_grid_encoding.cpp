@@ -147,11 +147,9 @@ GpuGridEncoding::GpuGridEncoding(const GridEncoding<float>& cpu, GridParamPrecis
 }
 
 void GpuGridEncoding::set_kernel_options(const GridKernelOptions& options) {
-    auto config = std::make_unique<GridKernelConfig>(resolve(options, n_features_, n_levels_));
     GridShape shape = this->shape();
-    shape.config = *config;
-    config->gradient_smem_bytes = prepare_grid_gradient_kernel(shape);
-    config_ = std::move(config);
+    shape.config = resolve(options, n_features_, n_levels_);
+    config_ = std::make_unique<GridKernelConfig>(prepare_grid_gradient_kernel(shape));
 }
 
 uint32_t GpuGridEncoding::gradient_smem_bytes() const { return config_->gradient_smem_bytes; }
