@@ -148,6 +148,7 @@ TEST(CudaBackend, OneStepLossAndGradientsMatchCpu) {
     Trainer<float> cpu(2, 3, config, 5);
     const float cpu_loss = cpu.step(in, target);
     CudaBackend gpu(config, data, 5);
+    gpu.set_sparse_encoding_updates(false);  // keep the encoding's gradient readable after the step
     const float gpu_loss = gpu.train_step_on(in, target);
     EXPECT_NEAR(gpu_loss, cpu_loss, 5e-3 * std::abs(cpu_loss)) << "cpu " << cpu_loss << " gpu " << gpu_loss;
 
@@ -240,6 +241,11 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
     EXPECT_TRUE(all_finite(after));
     EXPECT_EQ(gpu.skipped_steps(), 1u);
     EXPECT_EQ(gpu.loss_scale(), 0.5e30f);
+    // Sparse encoding updates (on for this config): the skipped step's
+    // gradient was not consumed by the optimizer, so the backend cleared it.
+    EXPECT_TRUE(gpu.sparse_encoding_updates());
+    const std::vector<float> g = gpu.gradients();
+    for (size_t i = 0; i < gpu.n_encoding_params(); ++i) ASSERT_EQ(g[i], 0.f) << i;
     if (gpu.exact_skip()) {
         const TrainingState s = gpu.save_state();
         EXPECT_EQ(after, before.params);
@@ -256,6 +262,38 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
     EXPECT_TRUE(all_finite(next));
     EXPECT_NE(next, after);
     EXPECT_EQ(gpu.skipped_steps(), 1u);
+}
+
+// Sparse encoding updates (optimizer clears the touched gradient rows and
+// writes their fp16 copies) train like the dense path (clear, full update,
+// full conversion); they differ only by the atomics' summation order.
+TEST(CudaBackend, SparseEncodingUpdatesTrainLikeDenseOnes) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend sparse(config, data, 3), dense(config, data, 3);
+    ASSERT_TRUE(sparse.sparse_encoding_updates());
+    EXPECT_FALSE(dense.set_sparse_encoding_updates(false));
+    for (int i = 0; i < 100; ++i) {
+        sparse.train_step(1u << 14);
+        dense.train_step(1u << 14);
+    }
+    const std::vector<float> a = sparse.params(), b = dense.params();
+    const double err = relative_error(a.data(), b.data(), a.size());
+    const double psnr_sparse = psnr_of(sparse, image), psnr_dense = psnr_of(dense, image);
+    std::printf("100 steps: params rel err sparse vs dense %.3g; PSNR %.2f / %.2f dB\n", err, psnr_sparse, psnr_dense);
+    EXPECT_LE(err, 2e-2);
+    EXPECT_NEAR(psnr_sparse, psnr_dense, 0.2);
+    EXPECT_GT(psnr_dense, 20.0);
+    const std::vector<float> g = sparse.gradients();
+    for (size_t i = 0; i < sparse.n_encoding_params(); ++i) ASSERT_EQ(g[i], 0.f) << i;
+    // Switching back and forth mid-run keeps training consistent.
+    EXPECT_FALSE(sparse.set_sparse_encoding_updates(false));
+    sparse.train_step(1u << 14);
+    EXPECT_TRUE(sparse.set_sparse_encoding_updates(true));
+    sparse.train_step(1u << 14);
+    EXPECT_GE(psnr_of(sparse, image), psnr_sparse - 0.5);
 }
 
 TEST(CudaBackend, UnsupportedWidthNamesTheSupportedSet) {

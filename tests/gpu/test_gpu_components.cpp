@@ -844,6 +844,52 @@ TEST_F(GpuTest, AdamLeavesZeroGradientRowsUntouched) {
     pair.expect_equal_state("after 3 steps");
 }
 
+// The sparse path (GpuOptimizer::set_sparse_group): the same update as the
+// dense one, the updated rows' gradient cleared and their fp16 copy written,
+// rows never touched left alone in the mirror; the network block untouched.
+TEST_F(GpuTest, SparseGroupUpdatesClearGradientsAndWriteTheHalfMirror) {
+    const json adam = {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"beta2", 0.99}, {"epsilon", 1e-15}};
+    const json decay = {{"otype", "ExponentialDecay"}, {"decay_start", 1}, {"decay_interval", 1}, {"decay_base", 0.5},
+                        {"nested", adam}};
+    const json ema = {{"otype", "Ema"}, {"decay", 0.9}, {"nested", decay}};
+    for (const json& config : std::vector<json>{adam, ema}) {
+        SCOPED_TRACE(config.dump());
+        OptimizerPair pair(config, stream_);
+        const __half sentinel = __float2half_rn(123.f);
+        std::vector<__half> mirror_init(4002, sentinel);
+        DeviceBuffer<__half> mirror(4002);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(mirror.data(), mirror_init.data(), 4002 * sizeof(__half), cudaMemcpyHostToDevice));
+        EXPECT_FALSE(pair.gpu().set_sparse_group("network", mirror.data()));  // no row skipping there
+        EXPECT_FALSE(pair.gpu().set_sparse_group("nonexistent", mirror.data()));
+        ASSERT_TRUE(pair.gpu().set_sparse_group("encoding", mirror.data()));
+        std::vector<bool> touched(2001, false);
+        for (uint64_t s = 1; s <= 4; ++s) {
+            const std::vector<float> grads = sparse_gradient(s);
+            pair.step(s);
+            pair.expect_equal_state("after step " + std::to_string(s));
+            const std::vector<float> g = download(pair.d_grads(), kExtent);
+            for (size_t i = 0; i < 4002; ++i) ASSERT_EQ(g[i], 0.f) << "encoding gradient not cleared at " << i;
+            for (size_t i = 4002; i < kExtent; ++i) ASSERT_EQ(g[i], grads[i]) << "network gradient changed at " << i;
+            for (size_t row = 0; row < 2001; ++row) touched[row] = touched[row] || grads[2 * row] != 0.f || grads[2 * row + 1] != 0.f;
+        }
+        std::vector<__half> m(4002);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(m.data(), mirror.data(), 4002 * sizeof(__half), cudaMemcpyDeviceToHost));
+        const std::vector<float> params = download(pair.d_params(), kExtent);
+        size_t n_touched = 0;
+        for (size_t i = 0; i < 4002; ++i) {
+            const __half expected = touched[i / 2] ? __float2half_rn(params[i]) : sentinel;
+            n_touched += touched[i / 2];
+            ASSERT_EQ(std::memcmp(&m[i], &expected, sizeof(__half)), 0) << "mirror element " << i;
+        }
+        EXPECT_GT(n_touched, 1000u);
+        EXPECT_TRUE(pair.gpu().set_sparse_group("encoding", nullptr));  // off again
+    }
+    // SGD has no sparse path.
+    OptimizerPair sgd({{"otype", "SGD"}, {"learning_rate", 0.1}}, stream_);
+    DeviceBuffer<__half> mirror(4002);
+    EXPECT_FALSE(sgd.gpu().set_sparse_group("encoding", mirror.data()));
+}
+
 // Resuming: the step count (bias corrections, decay schedule) and the
 // learning rate are set on the device and used by the next steps.
 TEST_F(GpuTest, OptimizerResumesFromStepCountAndLearningRate) {

@@ -16,6 +16,7 @@
 #include "encodings/encoding.h"
 #include "gpu/components/device_rows.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -95,6 +96,13 @@ public:
         (void)d_params;
         (void)stream;
     }
+
+    // The fp16 copy that set_params() refreshes, as one array laid out like
+    // the fp32 master (element i mirrors d_params[i]), when the encoding has
+    // exactly that; null otherwise. An optimizer may then keep it current row
+    // by row (GpuOptimizer::set_sparse_group) instead of set_params()
+    // converting every parameter after every step.
+    virtual __half* half_params_mirror() { return nullptr; }
 
     // out (batch x n_output_dims) = encode(in (batch x n_input_dims)).
     virtual void forward(ConstDeviceRows in, DeviceRows out, uint32_t batch, cudaStream_t stream) const = 0;

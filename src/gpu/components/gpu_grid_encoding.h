@@ -45,6 +45,10 @@ public:
     // Half: converts the master into the fp16 copy (one kernel). Float: only
     // records the pointer.
     void set_params(const float* d_params, cudaStream_t stream) override;
+    // Half: the fp16 tables (the whole parameter block, same layout).
+    __half* half_params_mirror() override {
+        return precision_ == GridParamPrecision::Half && n_params_ > 0 ? half_params_.data() : nullptr;
+    }
     void forward(ConstDeviceRows in, DeviceRows out, uint32_t batch, cudaStream_t stream) const override;
     // Parameter gradient: atomicAdd in fp32 (float-order dependent, not
     // bit-reproducible). Input gradient: deterministic, levels ascending.
