@@ -38,7 +38,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 namespace fusedngp::gpu {
 
@@ -595,7 +594,8 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
         blocks += (batch + (unsigned long long)samples_per_block - 1) / samples_per_block;
     };
     // Shared-memory levels first: their blocks run longest, so they start first.
-    std::vector<uint32_t> global_levels;
+    uint32_t global_levels[kMaxGradientSegments];
+    uint32_t n_global = 0;
     for (uint32_t l = first; l < first + count; ++l) {
         const GridLevelInfo& level = shape.host_levels[l];
         const size_t bytes = shared_table_bytes(level.rows, shape.n_features);
@@ -603,7 +603,7 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
             add_segment(l, shared_samples_per_block(level.rows, shape.n_dims, config), true);
             shared_bytes = std::max(shared_bytes, bytes);
         } else {
-            global_levels.push_back(l);
+            global_levels[n_global++] = l;
         }
     }
     // Interleaved only while the levels' gradient tables together fit in the
@@ -612,19 +612,19 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     // time, which keeps the level being updated in L2 (H200, default 3D
     // HashGrid: 0.57 ms interleaved, 0.40 ms level-major).
     size_t global_bytes = 0;
-    for (uint32_t l : global_levels) {
-        global_bytes += (size_t)shape.host_levels[l].rows * shape.n_features * sizeof(float);
+    for (uint32_t i = 0; i < n_global; ++i) {
+        global_bytes += (size_t)shape.host_levels[global_levels[i]].rows * shape.n_features * sizeof(float);
     }
-    const bool interleave = config.gradient_interleave_levels && !global_levels.empty() &&
-                            global_levels.back() - global_levels.front() + 1 == global_levels.size() &&
+    const bool interleave = config.gradient_interleave_levels && n_global > 0 &&
+                            global_levels[n_global - 1] - global_levels[0] + 1 == n_global &&
                             global_bytes <= config.gradient_interleave_max_bytes;
     if (!interleave) {
-        for (uint32_t l : global_levels) add_segment(l, kGridGradientThreads, false);
+        for (uint32_t i = 0; i < n_global; ++i) add_segment(global_levels[i], kGridGradientThreads, false);
     }
     plan.interleave_first_block = (uint32_t)blocks;
     if (interleave) {
-        plan.interleave_first_level = global_levels.front();
-        plan.interleave_levels = (uint32_t)global_levels.size();
+        plan.interleave_first_level = global_levels[0];
+        plan.interleave_levels = n_global;
         blocks += ((unsigned long long)batch * plan.interleave_levels + kGridGradientThreads - 1) / kGridGradientThreads;
     }
     if (blocks == 0) return;
