@@ -266,24 +266,31 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
 
 // Sparse encoding updates (optimizer clears the touched gradient rows and
 // writes their fp16 copies) train like the dense path (clear, full update,
-// full conversion); they differ only by the atomics' summation order.
+// full conversion). The grid's atomics make any two runs differ slightly, and
+// Adam (epsilon 1e-15) turns those differences into full steps where a
+// gradient is near zero, so after 100 steps sparse vs dense must differ no
+// more than dense vs dense does (measured 3.8e-2 norm-wise, PSNR within 0.01 dB).
 TEST(CudaBackend, SparseEncodingUpdatesTrainLikeDenseOnes) {
     REQUIRE_DEVICE();
     const json config = image_config();
     const Image image = astronaut_crop(128);
     ImageTrainingData data(image);
-    CudaBackend sparse(config, data, 3), dense(config, data, 3);
+    CudaBackend sparse(config, data, 3), dense(config, data, 3), dense2(config, data, 3);
     ASSERT_TRUE(sparse.sparse_encoding_updates());
     EXPECT_FALSE(dense.set_sparse_encoding_updates(false));
+    EXPECT_FALSE(dense2.set_sparse_encoding_updates(false));
     for (int i = 0; i < 100; ++i) {
         sparse.train_step(1u << 14);
         dense.train_step(1u << 14);
+        dense2.train_step(1u << 14);
     }
-    const std::vector<float> a = sparse.params(), b = dense.params();
+    const std::vector<float> a = sparse.params(), b = dense.params(), c = dense2.params();
     const double err = relative_error(a.data(), b.data(), a.size());
+    const double err_dense = relative_error(c.data(), b.data(), a.size());
     const double psnr_sparse = psnr_of(sparse, image), psnr_dense = psnr_of(dense, image);
-    std::printf("100 steps: params rel err sparse vs dense %.3g; PSNR %.2f / %.2f dB\n", err, psnr_sparse, psnr_dense);
-    EXPECT_LE(err, 2e-2);
+    std::printf("100 steps: params rel err sparse vs dense %.3g, dense vs dense %.3g; PSNR %.2f / %.2f dB\n", err,
+                err_dense, psnr_sparse, psnr_dense);
+    EXPECT_LE(err, 2 * err_dense + 1e-3);
     EXPECT_NEAR(psnr_sparse, psnr_dense, 0.2);
     EXPECT_GT(psnr_dense, 20.0);
     const std::vector<float> g = sparse.gradients();
