@@ -627,7 +627,7 @@ TEST(ImageSampling, StratifiedBatchPutsOneSampleInEveryCell) {
     }
     for (int cell = 0; cell < 64; ++cell) EXPECT_EQ(hits[cell], 1) << cell;
     // Neighbours in the batch are not neighbours in the image (the permutation).
-    EXPECT_NE(stratum_of(1, 8), stratum_of(0, 8) + 1);
+    EXPECT_NE(stratum_of(1, 8, strata_multiplier(8)), stratum_of(0, 8, strata_multiplier(8)) + 1);
     for (Eigen::Index i = 0; i < 70; ++i) {
         double expected[2];
         sample_bilinear<double>(image, coords(i, 0), coords(i, 1), expected);
@@ -641,8 +641,9 @@ TEST(ImageSampling, StratumPermutationIsABijection) {
         ASSERT_LE((uint64_t)side * side, n);
         ASSERT_GT((uint64_t)(side + 1) * (side + 1), n);
         std::vector<bool> seen((size_t)side * side, false);
+        const uint64_t multiplier = strata_multiplier(side);
         for (uint32_t i = 0; i < side * side; ++i) {
-            const uint32_t cell = stratum_of(i, side);
+            const uint32_t cell = stratum_of(i, side, multiplier);
             ASSERT_LT(cell, side * side);
             ASSERT_FALSE(seen[cell]) << n << " " << i;
             seen[cell] = true;
@@ -650,6 +651,19 @@ TEST(ImageSampling, StratumPermutationIsABijection) {
     }
     EXPECT_EQ(strata_side(0), 0u);
     EXPECT_EQ(strata_side(4294967295u), 65535u);
+    // One warp's samples at batch 2^18 (side 512) spread over the image: no
+    // two of the first 32 closer than 16 cells (row order would give 1, a
+    // multiplier of -5 modulo 2^18 gave 5).
+    const uint64_t m = strata_multiplier(512);
+    double closest = 1e9;
+    for (uint32_t a = 0; a < 32; ++a) {
+        for (uint32_t b = a + 1; b < 32; ++b) {
+            const uint32_t ca = stratum_of(a, 512, m), cb = stratum_of(b, 512, m);
+            const double dx = (double)(ca % 512) - (double)(cb % 512), dy = (double)(ca / 512) - (double)(cb / 512);
+            closest = std::min(closest, std::sqrt(dx * dx + dy * dy));
+        }
+    }
+    EXPECT_GE(closest, 16.0);
 }
 
 TEST(ImageSampling, PixelTargetsSnapToCentresAndTakeThePixelValue) {

@@ -40,13 +40,13 @@ __device__ __forceinline__ AxisLookup lookup_axis(float u, int size) {
 // io/sampling.cpp's sample_batch: draws, stratification and targets alike
 // (io/sample_positions.h); side = 0 means uniform positions.
 __global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, uint32_t side,
-                                    bool pixel_targets, float* coords, float* targets) {
+                                    uint64_t multiplier, bool pixel_targets, float* coords, float* targets) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= batch) return;
     float u = uniform01(key, 2ull * i);
     float v = uniform01(key, 2ull * i + 1);
     if (i < side * side) {
-        const uint32_t cell = stratum_of(i, side);
+        const uint32_t cell = stratum_of(i, side, multiplier);
         u = jitter_in_cell<float>(u, cell % side, side);
         v = jitter_in_cell<float>(v, cell / side, side);
     }
@@ -131,9 +131,10 @@ void launch_sample_image(const DeviceImage& image, const ImageSampling& sampling
     const uint64_t key = seed * 0xD1B54A32D192ED03ull ^ (step + 1) * 0x9E3779B97F4A7C15ull;
     // side^2 <= batch < 2^32, so i < side * side cannot overflow in the kernel.
     const uint32_t side = sampling.positions == SamplePositions::Stratified ? strata_side(batch) : 0;
+    const uint64_t multiplier = strata_multiplier(side);
     const bool pixel_targets = sampling.targets == SampleTargets::PixelCentres;
-    sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(image, key, batch, side,
-                                                                                    pixel_targets, coords, targets);
+    sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+        image, key, batch, side, multiplier, pixel_targets, coords, targets);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 
 #if defined(__CUDACC__)
 #define FUSEDNGP_HOST_DEVICE __host__ __device__
@@ -43,14 +44,24 @@ inline uint32_t strata_side(uint32_t n) {
     return (uint32_t)s;
 }
 
-// The grid cell of stratified sample i < side^2. A fixed permutation (a prime
-// multiplier modulo side^2; a bijection since the prime exceeds any side^2 of
-// a 32-bit batch) rather than row order, so neighbouring samples (one warp's
+// Stratified sample i < side^2 takes cell (i * multiplier) mod side^2, a fixed
+// permutation rather than row order, so that neighbouring samples (one warp's
 // threads) land far apart, as with uniform draws: the grid encoding's atomic
-// adds then stay spread over many addresses.
-FUSEDNGP_HOST_DEVICE inline uint32_t stratum_of(uint32_t i, uint32_t side) {
+// adds then stay spread over many addresses. The multiplier is side^2 over
+// the golden ratio (Fibonacci hashing), made coprime with side^2 so the map
+// is a bijection. (A fixed large prime is not enough: 2^32 - 5 is -5 modulo
+// 2^18, which put a warp's samples 5 cells apart on one row.)
+inline uint64_t strata_multiplier(uint32_t side) {
     const uint64_t cells = (uint64_t)side * side;
-    return (uint32_t)((uint64_t)i * 4294967291ull % cells);
+    if (cells <= 2) return 1;
+    uint64_t m = (uint64_t)((double)cells * 0.6180339887498949) | 1u;
+    while (std::gcd(m, cells) != 1) m += 2;
+    return m % cells;
+}
+
+FUSEDNGP_HOST_DEVICE inline uint32_t stratum_of(uint32_t i, uint32_t side, uint64_t multiplier) {
+    const uint64_t cells = (uint64_t)side * side;
+    return (uint32_t)((uint64_t)i * multiplier % cells);  // i, multiplier < 2^32: no overflow
 }
 
 // (cell + r) / side for a draw r in [0,1), kept below 1 (the division may round up).
