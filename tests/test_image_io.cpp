@@ -575,10 +575,11 @@ TEST(ImageSampling, BilinearReproducesALinearRamp) {
 
 TEST(ImageSampling, BatchIsSeededUniformAndMatchesSingleLookups) {
     const Image image = random_image(9, 7, 3, ColorSpace::Srgb, 13);
+    const ImageSampling continuous{SamplePositions::Uniform, SampleTargets::Bilinear};
     Rng a(77), b(77);
     Matrix<double> coords_a, targets_a, coords_b, targets_b;
-    sample_batch<double>(image, 500, a, coords_a, targets_a);
-    sample_batch<double>(image, 500, b, coords_b, targets_b);
+    sample_batch<double>(image, 500, a, coords_a, targets_a, continuous);
+    sample_batch<double>(image, 500, b, coords_b, targets_b, continuous);
     EXPECT_EQ(coords_a, coords_b);
     EXPECT_EQ(targets_a, targets_b);
     ASSERT_EQ(coords_a.rows(), 500);
@@ -594,17 +595,101 @@ TEST(ImageSampling, BatchIsSeededUniformAndMatchesSingleLookups) {
     }
     // Reusing the matrices does not reallocate, and the stream moves on.
     const double* data = coords_a.data();
-    sample_batch<double>(image, 500, a, coords_a, targets_a);
+    sample_batch<double>(image, 500, a, coords_a, targets_a, continuous);
     EXPECT_EQ(coords_a.data(), data);
     EXPECT_NE(coords_a, coords_b);
     // The float version draws with next_float, u before v.
     Rng c(5), reference(5);
     Matrix<float> coords_f, targets_f;
-    sample_batch<float>(image, 3, c, coords_f, targets_f);
+    sample_batch<float>(image, 3, c, coords_f, targets_f, continuous);
     for (int i = 0; i < 3; ++i) {
         EXPECT_EQ(coords_f(i, 0), reference.next_float());
         EXPECT_EQ(coords_f(i, 1), reference.next_float());
     }
+}
+
+TEST(ImageSampling, StratifiedBatchPutsOneSampleInEveryCell) {
+    // 16 x 16 pixels, batch 70: side 8 -> 64 stratified samples (one per 2 x 2
+    // pixel cell, in a permuted order) and 6 uniform ones.
+    const Image image = random_image(16, 16, 2, ColorSpace::Linear, 21);
+    const ImageSampling stratified_bilinear{SamplePositions::Stratified, SampleTargets::Bilinear};
+    Rng rng(3);
+    Matrix<double> coords, targets;
+    sample_batch<double>(image, 70, rng, coords, targets, stratified_bilinear);
+    ASSERT_EQ(strata_side(70), 8u);
+    std::vector<int> hits(64, 0);
+    for (Eigen::Index i = 0; i < 64; ++i) {
+        ASSERT_GE(coords(i, 0), 0.0);
+        ASSERT_LT(coords(i, 0), 1.0);
+        ASSERT_GE(coords(i, 1), 0.0);
+        ASSERT_LT(coords(i, 1), 1.0);
+        ++hits[(int)(coords(i, 1) * 8) * 8 + (int)(coords(i, 0) * 8)];
+    }
+    for (int cell = 0; cell < 64; ++cell) EXPECT_EQ(hits[cell], 1) << cell;
+    // Neighbours in the batch are not neighbours in the image (the permutation).
+    EXPECT_NE(stratum_of(1, 8, strata_multiplier(8)), stratum_of(0, 8, strata_multiplier(8)) + 1);
+    for (Eigen::Index i = 0; i < 70; ++i) {
+        double expected[2];
+        sample_bilinear<double>(image, coords(i, 0), coords(i, 1), expected);
+        EXPECT_EQ(targets(i, 0), expected[0]);
+    }
+}
+
+TEST(ImageSampling, StratumPermutationIsABijection) {
+    for (uint32_t n : {1u, 2u, 5u, 1000u, 262144u, 1000003u}) {
+        const uint32_t side = strata_side(n);
+        ASSERT_LE((uint64_t)side * side, n);
+        ASSERT_GT((uint64_t)(side + 1) * (side + 1), n);
+        std::vector<bool> seen((size_t)side * side, false);
+        const uint64_t multiplier = strata_multiplier(side);
+        for (uint32_t i = 0; i < side * side; ++i) {
+            const uint32_t cell = stratum_of(i, side, multiplier);
+            ASSERT_LT(cell, side * side);
+            ASSERT_FALSE(seen[cell]) << n << " " << i;
+            seen[cell] = true;
+        }
+    }
+    EXPECT_EQ(strata_side(0), 0u);
+    EXPECT_EQ(strata_side(4294967295u), 65535u);
+    // One warp's samples at batch 2^18 (side 512) spread over the image: no
+    // two of the first 32 closer than 16 cells (row order would give 1, a
+    // multiplier of -5 modulo 2^18 gave 5).
+    const uint64_t m = strata_multiplier(512);
+    double closest = 1e9;
+    for (uint32_t a = 0; a < 32; ++a) {
+        for (uint32_t b = a + 1; b < 32; ++b) {
+            const uint32_t ca = stratum_of(a, 512, m), cb = stratum_of(b, 512, m);
+            const double dx = (double)(ca % 512) - (double)(cb % 512), dy = (double)(ca / 512) - (double)(cb / 512);
+            closest = std::min(closest, std::sqrt(dx * dx + dy * dy));
+        }
+    }
+    EXPECT_GE(closest, 16.0);
+}
+
+TEST(ImageSampling, PixelTargetsSnapToCentresAndTakeThePixelValue) {
+    const Image image = random_image(9, 7, 3, ColorSpace::Srgb, 13);
+    for (SamplePositions positions : {SamplePositions::Stratified, SamplePositions::Uniform}) {
+        Rng rng(11);
+        Matrix<float> coords, targets;
+        sample_batch<float>(image, 300, rng, coords, targets, ImageSampling{positions, SampleTargets::PixelCentres});
+        for (Eigen::Index i = 0; i < 300; ++i) {
+            const float x = coords(i, 0) * 9 - 0.5f, y = coords(i, 1) * 7 - 0.5f;
+            const int px = (int)std::lround(x), py = (int)std::lround(y);
+            ASSERT_NEAR(x, (float)px, 1e-5f);
+            ASSERT_NEAR(y, (float)py, 1e-5f);
+            ASSERT_GE(px, 0);
+            ASSERT_LT(px, 9);
+            ASSERT_GE(py, 0);
+            ASSERT_LT(py, 7);
+            for (int c = 0; c < 3; ++c) ASSERT_EQ(targets(i, c), image.at(px, py, c));
+        }
+    }
+    // Edges: u = 0 and u just below 1 snap to the first and last pixel.
+    EXPECT_EQ(pixel_of<float>(0.f, 9), 0);
+    EXPECT_EQ(pixel_of<float>(0.99999994f, 9), 8);
+    EXPECT_EQ(pixel_of<float>(1.5f, 9), 8);
+    EXPECT_EQ(pixel_of<float>(-0.5f, 9), 0);
+    EXPECT_EQ(pixel_of<float>(std::nanf(""), 9), 0);
 }
 
 // ---- metrics ------------------------------------------------------------------

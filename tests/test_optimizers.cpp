@@ -181,6 +181,32 @@ TEST(Adam, L2RegIsAddedToTheGradient) {
     EXPECT_NE(wa[0], 1.0);  // the zero first gradient still moved w through l2
 }
 
+TEST(Adam, L2RegAppliesToNetworkWeightsOnly) {
+    // tiny-cuda-nn's rule: encoding parameters are never decayed. The same
+    // gradient on both groups must move the encoding like Adam without l2_reg
+    // and the network like Adam fed grad + l2_reg * w.
+    const std::vector<ParamGroup> groups = {{"encoding", 0, 2, 2}, {"network", 2, 2, 1}};
+    AdamSettings with_l2;
+    with_l2.learning_rate = 0.01;
+    with_l2.l2_reg = 0.5;
+    AdamSettings without_l2 = with_l2;
+    without_l2.l2_reg = 0;
+    AdamOptimizer<double> a(with_l2), b(without_l2);
+    a.allocate(groups);
+    b.allocate(groups);
+    std::vector<double> wa = {1.0, -3.0, 1.0, -3.0}, wb = wa;
+    for (int step = 1; step <= 3; ++step) {
+        const std::vector<double> g = {0.2 * step, 0.1, 0.2 * step, 0.1};
+        std::vector<double> g_b = g;
+        g_b[2] += 0.5 * wb[2];
+        g_b[3] += 0.5 * wb[3];
+        a.step(wa.data(), g.data());
+        b.step(wb.data(), g_b.data());
+    }
+    EXPECT_EQ(wa, wb);
+    EXPECT_NE(wa[2] - wa[0], 0.0);  // the decay did act on the network copy
+}
+
 TEST(Sgd, UpdateIsLearningRateTimesGradientPlusL2) {
     SgdSettings s;
     s.learning_rate = 0.1;

@@ -5,6 +5,7 @@
 
 #include "gpu/components/optimizer_state.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -27,11 +28,19 @@ void launch_set_learning_rate(OptimizerCounters* counters, double learning_rate,
 // lr = learning_rate * schedule(step before the increment).
 void launch_adam_begin_step(OptimizerCounters* counters, const AdamConstants& constants,
                             const LearningRateSchedule& schedule, cudaStream_t stream);
+// GpuOptimizer::set_sparse_group's outputs for the rows an update touches:
+// clear_grads[i] = 0 (the same array as the gradient), half_mirror[i - offset]
+// = __float2half_rn(params[i]). Null: not written.
+struct SparseRowOutputs {
+    float* clear_grads = nullptr;
+    __half* half_mirror = nullptr;
+};
+
 // One Adam update of [offset, offset + size) in rows of row_size elements;
 // with skip_zero_rows a row whose gradient is all zero is left untouched.
 void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
                         const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
-                        size_t row_size, bool skip_zero_rows, cudaStream_t stream);
+                        size_t row_size, bool skip_zero_rows, const SparseRowOutputs& outputs, cudaStream_t stream);
 
 // ++step; step_size = (float)(learning_rate * schedule(step before the increment)).
 void launch_sgd_begin_step(OptimizerCounters* counters, const LearningRateSchedule& schedule, cudaStream_t stream);

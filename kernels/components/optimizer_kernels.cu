@@ -48,10 +48,11 @@ __device__ inline bool all_zero(const float* values, size_t count) {
     return true;
 }
 
+// `grads` is not __restrict__: outputs.clear_grads may be the same array.
 __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counters, AdamConstants k,
-                                   float* __restrict__ params, const float* __restrict__ grads,
+                                   float* __restrict__ params, const float* grads,
                                    float* __restrict__ m, float* __restrict__ v, size_t offset, size_t size,
-                                   size_t row_size, bool skip_zero_rows) {
+                                   size_t row_size, bool skip_zero_rows, SparseRowOutputs outputs) {
     const size_t n_rows = (size + row_size - 1) / row_size;
     const size_t row = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (row >= n_rows) return;
@@ -65,7 +66,13 @@ __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counter
         const float vi = k.beta2 * v[i] + k.one_minus_beta2 * g * g;
         m[i] = mi;
         v[i] = vi;
-        params[i] -= step_size * mi / (sqrtf(vi) + k.epsilon);
+        const float w = params[i] - step_size * mi / (sqrtf(vi) + k.epsilon);
+        params[i] = w;
+        if (outputs.half_mirror) outputs.half_mirror[i - offset] = __float2half_rn(w);
+    }
+    // After the loop: `grads` may alias clear_grads (it is the same array).
+    if (outputs.clear_grads) {
+        for (size_t i = begin; i < end; ++i) outputs.clear_grads[i] = 0.f;
     }
 }
 
@@ -120,12 +127,13 @@ void launch_adam_begin_step(OptimizerCounters* counters, const AdamConstants& co
 
 void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
                         const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
-                        size_t row_size, bool skip_zero_rows, cudaStream_t stream) {
+                        size_t row_size, bool skip_zero_rows, const SparseRowOutputs& outputs, cudaStream_t stream) {
     if (size == 0) return;
     if (row_size == 0) row_size = 1;
     const size_t n_rows = (size + row_size - 1) / row_size;
     adam_update_kernel<<<blocks_for(n_rows), kThreadsPerBlock, 0, stream>>>(
-        counters, constants, params, grads, first_moment, second_moment, offset, size, row_size, skip_zero_rows);
+        counters, constants, params, grads, first_moment, second_moment, offset, size, row_size, skip_zero_rows,
+        outputs);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

@@ -38,7 +38,17 @@ struct TrainOptions {
     std::string resume;
     uint64_t log_every = 100;
     double eval_every = 10.0;
+    std::string sampling = "stratified";  // image mode: training positions
+    std::string targets = "pixels";       // image mode: training targets
 };
+
+// --sampling / --targets -> ImageSampling (CLI11 has already checked the names).
+ImageSampling image_sampling(const TrainOptions& o) {
+    ImageSampling s;
+    s.positions = o.sampling == "uniform" ? SamplePositions::Uniform : SamplePositions::Stratified;
+    s.targets = o.targets == "bilinear" ? SampleTargets::Bilinear : SampleTargets::PixelCentres;
+    return s;
+}
 
 std::string default_data_path() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
 
@@ -67,7 +77,7 @@ void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::stri
     }
 }
 
-json summary_json(const TrainOptions& o, const std::string& mode, const Backend& b, const TrainOutcome& outcome,
+json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome,
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
     double secs = outcome.last.train_seconds;
     const StepTimings t = b.last_timings();
@@ -83,12 +93,14 @@ json summary_json(const TrainOptions& o, const std::string& mode, const Backend&
                 {"ssim", q.ssim},
                 {"stop_reason", stop_reason_name(outcome.reason)},
                 {"batch_size", o.batch_size},
+                {"sampling", {{"positions", o.sampling}, {"targets", o.targets}}},
                 {"seed", o.seed},
                 {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
                 {"image", image_mode_info(image)},
                 {"psnr_history", psnr_history},
                 // Where the time of the last timed step went (see the printed line).
                 {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
+                {"diagnostics", b.diagnostics()},
                 {"config", b.config()}};
 }
 
@@ -104,7 +116,7 @@ int run_train(TrainOptions o) {
     std::unique_ptr<Snapshot> resumed;
     if (!o.resume.empty()) resumed = std::make_unique<Snapshot>(load_snapshot(o.resume));
     Image image = load_image(o.data);
-    ImageTrainingData data(image);
+    ImageTrainingData data(image, image_sampling(o));
     if (resumed) check_resume_fits(*resumed, o, mode, data);
     json config = resolve_config(o, mode, resumed.get());
     prepare_output_dir(o.out);
@@ -182,6 +194,16 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--resume", o->resume, "continue from a snapshot written by train");
     cmd->add_option("--log-every", o->log_every, "when stdout is not a terminal, print a line every N steps")->capture_default_str();
     cmd->add_option("--eval-every", o->eval_every, "seconds of training between PSNR evaluations (0: only at the end)")->capture_default_str();
+    cmd->add_option("--sampling", o->sampling,
+                    "image training positions: stratified (one jittered grid cell per sample, instant-ngp's "
+                    "default) or uniform")
+        ->check(CLI::IsMember({"stratified", "uniform"}))
+        ->capture_default_str();
+    cmd->add_option("--targets", o->targets,
+                    "image training targets: pixels (snap to the pixel centre, learn its value, instant-ngp's "
+                    "default) or bilinear (interpolated at the continuous position)")
+        ->check(CLI::IsMember({"pixels", "bilinear"}))
+        ->capture_default_str();
     cmd->callback([o]() {
         int rc = run_train(*o);
         if (rc != 0) throw CLI::RuntimeError(rc);

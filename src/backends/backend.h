@@ -56,6 +56,9 @@ public:
     virtual StepTimings last_timings() const = 0;
     virtual double learning_rate() const = 0;
     virtual void set_learning_rate(double lr) = 0;
+    // Backend-specific training state worth recording (summary.json's
+    // "diagnostics"): the CUDA backend's loss scale and skipped steps.
+    virtual json diagnostics() { return json::object(); }
 };
 
 // Creates "cpu" (or "cuda" when built with CUDA and a device exists).

@@ -5,11 +5,46 @@
 #include "core/errors.h"
 #include "engine/engine_info.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 #ifdef FUSEDNGP_HAVE_CUDA
 #include "engine/cuda_backend.h"
 #endif
 
 namespace fusedngp {
+
+#ifdef FUSEDNGP_HAVE_CUDA
+namespace {
+
+// FUSEDNGP_LOSS_SCALE=S[:G] sets the CUDA backend's initial loss scale S (and
+// growth interval G, steps): a knob for precision experiments, not a config
+// field, since tiny-cuda-nn's schema has none. Bad values are an error.
+LossScaleSettings loss_scale_settings_from_environment() {
+    LossScaleSettings s;
+    const char* env = std::getenv("FUSEDNGP_LOSS_SCALE");
+    if (!env || !*env) return s;
+    char* end = nullptr;
+    const double scale = std::strtod(env, &end);
+    if (end != env && *end == ':') {
+        char* end2 = nullptr;
+        const unsigned long growth = std::strtoul(end + 1, &end2, 10);
+        if (end2 == end + 1 || *end2 != 0 || growth == 0) end = nullptr;
+        else s.growth_interval = (uint32_t)growth, end = end2;
+    }
+    if (!end || end == env || *end != 0 || !(scale >= 1.0 && scale <= 65536.0)) {
+        throw InputError(std::string("FUSEDNGP_LOSS_SCALE=\"") + env +
+                         "\": expected a loss scale in [1, 65536], optionally followed by :growth_interval_steps");
+    }
+    s.initial = (float)scale;
+    s.max_scale = std::max(s.max_scale, s.initial);
+    s.min_scale = std::min(s.min_scale, s.initial);
+    return s;
+}
+
+} // namespace
+#endif
 
 std::vector<std::string> available_backends() {
 #ifdef FUSEDNGP_HAVE_CUDA
@@ -26,7 +61,7 @@ std::unique_ptr<Backend> create_backend(const std::string& name, const json& con
         if (!cuda_device_available()) {
             throw InputError("--backend cuda: " + cuda_device_description() + " on this machine; use --backend cpu");
         }
-        return std::make_unique<CudaBackend>(config, data, seed);
+        return std::make_unique<CudaBackend>(config, data, seed, loss_scale_settings_from_environment());
 #else
         throw InputError("--backend cuda: this build has no CUDA backend (configured with FUSEDNGP_CUDA=OFF or "
                          "without nvcc); use --backend cpu");

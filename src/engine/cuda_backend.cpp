@@ -132,6 +132,9 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
             image_pixels_.upload(image_data_->image().pixels);
         }
         set_loss_scale(scaling_.initial);
+        // The gradient starts at zero (above), as the sparse path needs.
+        sparse_encoding_updates_ = n_encoding_params() > 0 && encoding_->half_params_mirror() &&
+                                   optimizer_->set_sparse_group("encoding", encoding_->half_params_mirror());
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     });
     try {
@@ -243,6 +246,38 @@ void CudaBackend::destroy_update_graph() {
     update_graph_ = nullptr;
 }
 
+bool CudaBackend::set_sparse_encoding_updates(bool on) {
+    synchronize();
+    __half* mirror = n_encoding_params() > 0 ? encoding_->half_params_mirror() : nullptr;
+    if (on && (!mirror || !optimizer_->set_sparse_group("encoding", mirror))) on = false;
+    if (!on) optimizer_->set_sparse_group("encoding", nullptr);
+    if (on == sparse_encoding_updates_) return on;
+    // Dense steps leave the last gradient in place and the sparse path needs
+    // zeros; the fp16 copy is current either way (both paths keep it so).
+    FUSEDNGP_GPU_CHECK(cudaMemsetAsync(grads_.data(), 0, n_encoding_params() * sizeof(float), stream_));
+    sparse_encoding_updates_ = on;
+    destroy_update_graph();
+    try {
+        build_update_graph();
+    } catch (const std::exception& e) {
+        destroy_update_graph();
+        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
+                             "with zero gradients instead of being skipped\n", e.what());
+    }
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    return on;
+}
+
+// After an optimizer step: the sparse path has refreshed the encoding's fp16
+// rows itself, so only the network's copy is rebuilt.
+void CudaBackend::refresh_after_update() {
+    if (sparse_encoding_updates_) {
+        mlp_->set_params_device(params_.data() + n_encoding_params(), stream_);
+    } else {
+        refresh_component_params(params_.data());
+    }
+}
+
 void CudaBackend::refresh_component_params(const float* d_params) {
     if (n_encoding_params() > 0) encoding_->set_params(d_params, stream_);
     mlp_->set_params_device(d_params + n_encoding_params(), stream_);
@@ -290,7 +325,7 @@ void CudaBackend::build_update_graph() {
     cudaGraph_t body = cond.conditional.phGraph_out[0];
     capture_into(body, [&] {
         optimizer_->step(params_.data(), grads_.data(), stream_);
-        refresh_component_params(params_.data());
+        refresh_after_update();
     });
 
     cudaGraphExec_t exec = nullptr;
@@ -322,7 +357,8 @@ float CudaBackend::train_step(uint32_t batch_size) {
     if (image_data_) {
         const Image& image = image_data_->image();
         gpu::DeviceImage d_image{image_pixels_.data(), image.width, image.height, image.channels};
-        gpu::launch_sample_image(d_image, seed_, step_, batch_size, inputs_.data(), targets_.data(), stream_);
+        gpu::launch_sample_image(d_image, image_data_->sampling(), seed_, step_, batch_size, inputs_.data(),
+                                 targets_.data(), stream_);
     } else {
         // Any other data: sample on the host like the CPU backend, then upload.
         Matrix<float> in, target;
@@ -378,8 +414,9 @@ void CudaBackend::run_step(uint32_t batch) {
     // encoding's gradient is a weighted sum of the latter, so these two suffice.
     gpu::launch_flag_non_finite(grads_net, n_net, flag, stream_);
     gpu::launch_flag_non_finite(dencoded_.data(), (size_t)batch * n_enc_out, flag, stream_);
+    // Sparse updates keep the encoding's gradient zero between steps: add into it.
     encoding_->backward(const_rows(inputs_.data(), n_in), const_rows(dencoded_.data(), n_enc_out), grads_.data(),
-                        gpu::DeviceRows{}, batch, stream_);
+                        gpu::DeviceRows{}, batch, stream_, sparse_encoding_updates_);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[2], stream_));
 
     enqueue_update();
@@ -405,14 +442,17 @@ void CudaBackend::run_step(uint32_t batch) {
 }
 
 void CudaBackend::enqueue_update() {
+    const unsigned int* flag = &readback_.data()->overflow;
     if (update_graph_exec_) {
         FUSEDNGP_GPU_CHECK(cudaGraphLaunch(update_graph_exec_, stream_));
+        // A skipped step did not consume the encoding's gradient: clear it
+        // (reads only the flag when the step ran).
+        if (sparse_encoding_updates_) gpu::launch_zero_if_flagged(grads_.data(), n_encoding_params(), flag, stream_);
         return;
     }
-    const unsigned int* flag = &readback_.data()->overflow;
     gpu::launch_zero_if_flagged(grads_.data(), grads_.size(), flag, stream_);
     optimizer_->step(params_.data(), grads_.data(), stream_);
-    refresh_component_params(params_.data());
+    refresh_after_update();
 }
 
 void CudaBackend::retire_slot(Slot& slot) {
@@ -442,6 +482,11 @@ float CudaBackend::synchronize() {
 void CudaBackend::set_loss_scale(float scale) {
     mlp_->set_loss_scale(scale);
     loss_scale_ = scale;
+}
+
+json CudaBackend::diagnostics() {
+    synchronize();
+    return {{"loss_scale", loss_scale_}, {"skipped_steps", skipped_steps_}};
 }
 
 uint64_t CudaBackend::skipped_steps() {

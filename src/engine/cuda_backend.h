@@ -73,10 +73,21 @@ public:
     // Waits for all queued work; returns the loss of the last step.
     float synchronize();
     std::vector<float> params() const;
-    std::vector<float> gradients() const;  // dL/dparams of the last step (zero after an overflow)
+    // dL/dparams of the last step (zero after an overflow). With sparse
+    // encoding updates (the default where possible) the optimizer has already
+    // consumed the encoding's block: it reads zero; switch them off first.
+    std::vector<float> gradients() const;
+    // Sparse encoding updates (GpuOptimizer::set_sparse_group): Adam updates
+    // only the grid rows a step touched, clears their gradient and refreshes
+    // their fp16 copy, so untouched rows of a large table cost one gradient
+    // read per step instead of a clear, a read and a conversion. On by
+    // default when the optimizer and encoding allow it; returns whether on.
+    bool set_sparse_encoding_updates(bool on);
+    bool sparse_encoding_updates() const { return sparse_encoding_updates_; }
     float loss_scale() const { return loss_scale_; }
     void set_loss_scale(float scale);
     uint64_t skipped_steps();              // overflowing steps so far (synchronises)
+    json diagnostics() override;           // loss_scale, skipped_steps (synchronises)
     // True when an overflowing step leaves the optimizer untouched (a CUDA
     // graph with a conditional node); false: the fallback, whose update runs
     // with zeroed gradients (weights stay finite, moments decay once).
@@ -125,6 +136,7 @@ private:
     void enqueue_update();
     void build_update_graph();
     void refresh_component_params(const float* d_params);
+    void refresh_after_update();
     void retire_slot(Slot& slot);
     float read_back(int slot_index);
 
@@ -160,6 +172,7 @@ private:
     uint64_t synchronous_until_step_ = kInFlight;  // steps up to here wait for their own loss
     float last_loss_ = 0;
     float loss_scale_ = 128.f;
+    bool sparse_encoding_updates_ = false;
     uint32_t clean_steps_ = 0;
     uint64_t skipped_steps_ = 0;
 

@@ -37,18 +37,34 @@ __device__ __forceinline__ AxisLookup lookup_axis(float u, int size) {
     return {min(max(i, 0), size - 1), min(max(i + 1, 0), size - 1), weight};
 }
 
-__global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, float* coords, float* targets) {
+// io/sampling.cpp's sample_batch: draws, stratification and targets alike
+// (io/sample_positions.h); side = 0 means uniform positions.
+__global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, uint32_t side,
+                                    uint64_t multiplier, bool pixel_targets, float* coords, float* targets) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= batch) return;
-    const float u = uniform01(key, 2ull * i);
-    const float v = uniform01(key, 2ull * i + 1);
+    float u = uniform01(key, 2ull * i);
+    float v = uniform01(key, 2ull * i + 1);
+    if (i < side * side) {
+        const uint32_t cell = stratum_of(i, side, multiplier);
+        u = jitter_in_cell<float>(u, cell % side, side);
+        v = jitter_in_cell<float>(v, cell / side, side);
+    }
+    const int c_n = image.channels;
+    if (pixel_targets) {
+        const int px = pixel_of<float>(u, image.width), py = pixel_of<float>(v, image.height);
+        coords[2ull * i] = pixel_centre<float>(px, image.width);
+        coords[2ull * i + 1] = pixel_centre<float>(py, image.height);
+        const float* pixel = image.pixels + ((size_t)py * image.width + px) * c_n;
+        for (int c = 0; c < c_n; ++c) targets[(size_t)i * c_n + c] = pixel[c];
+        return;
+    }
     coords[2ull * i] = u;
     coords[2ull * i + 1] = v;
     const AxisLookup x = lookup_axis(u, image.width);
     const AxisLookup y = lookup_axis(v, image.height);
     const float wx1 = x.weight_hi, wx0 = 1.f - wx1;
     const float wy1 = y.weight_hi, wy0 = 1.f - wy1;
-    const int c_n = image.channels;
     auto at = [&](int px, int py, int c) { return image.pixels[((size_t)py * image.width + px) * c_n + c]; };
     for (int c = 0; c < c_n; ++c) {
         const float top = wx0 * at(x.lo, y.lo, c) + wx1 * at(x.hi, y.lo, c);
@@ -107,13 +123,18 @@ __global__ void to_rgba_kernel(const float* values, uint32_t channels, uint32_t 
 
 } // namespace
 
-void launch_sample_image(const DeviceImage& image, uint64_t seed, uint64_t step, uint32_t batch, float* coords,
-                         float* targets, cudaStream_t stream) {
+void launch_sample_image(const DeviceImage& image, const ImageSampling& sampling, uint64_t seed, uint64_t step,
+                         uint32_t batch, float* coords, float* targets, cudaStream_t stream) {
     if (batch == 0) return;
     // One key per step, from the seed and the step: a resumed run draws the
     // same batches as an uninterrupted one.
     const uint64_t key = seed * 0xD1B54A32D192ED03ull ^ (step + 1) * 0x9E3779B97F4A7C15ull;
-    sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(image, key, batch, coords, targets);
+    // side^2 <= batch < 2^32, so i < side * side cannot overflow in the kernel.
+    const uint32_t side = sampling.positions == SamplePositions::Stratified ? strata_side(batch) : 0;
+    const uint64_t multiplier = strata_multiplier(side);
+    const bool pixel_targets = sampling.targets == SampleTargets::PixelCentres;
+    sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+        image, key, batch, side, multiplier, pixel_targets, coords, targets);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

@@ -2,6 +2,8 @@
 // batch sampling for image mode and the loss-scale overflow guard.
 #pragma once
 
+#include "io/sample_positions.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -15,13 +17,14 @@ struct DeviceImage {
     int width = 0, height = 0, channels = 0;
 };
 
-// Draws `batch` coordinates uniformly in [0,1)^2 with a counter-based RNG
-// (a hash of seed, step, sample index and axis: no state to carry, any
-// order of threads gives the same batch) and their bilinear targets with
-// io/sampling.h's convention (pixel centres at (i+0.5)/W, clamp to edge).
+// Draws `batch` coordinates in [0,1)^2 with a counter-based RNG (a hash of
+// seed, step, sample index and axis: no state to carry, any order of threads
+// gives the same batch), shaped by `sampling` exactly as io/sampling.h's
+// sample_batch does (stratified cells, pixel-centre or bilinear targets with
+// pixel centres at (i+0.5)/W, clamp to edge).
 // coords: [batch][2] (u, v); targets: [batch][channels].
-void launch_sample_image(const DeviceImage& image, uint64_t seed, uint64_t step, uint32_t batch, float* coords,
-                         float* targets, cudaStream_t stream);
+void launch_sample_image(const DeviceImage& image, const ImageSampling& sampling, uint64_t seed, uint64_t step,
+                         uint32_t batch, float* coords, float* targets, cudaStream_t stream);
 
 // *flag |= 1 when any of data[0..n) is NaN or infinite. The caller zeroes the
 // flag first; several calls may add to the same flag.

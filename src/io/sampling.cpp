@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace fusedngp {
 namespace {
@@ -47,13 +48,34 @@ void sample_bilinear(const Image& image, T u, T v, T* out) {
 }
 
 template <typename T>
-void sample_batch(const Image& image, size_t n, Rng& rng, Matrix<T>& coords, Matrix<T>& targets) {
+void sample_batch(const Image& image, size_t n, Rng& rng, Matrix<T>& coords, Matrix<T>& targets,
+                  const ImageSampling& sampling) {
     const Eigen::Index rows = (Eigen::Index)n;
     if (coords.rows() != rows || coords.cols() != 2) coords.resize(rows, 2);
     if (targets.rows() != rows || targets.cols() != image.channels) targets.resize(rows, image.channels);
     for (Eigen::Index i = 0; i < rows; ++i) {
         coords(i, 0) = uniform01<T>(rng);
         coords(i, 1) = uniform01<T>(rng);
+    }
+    if (sampling.positions == SamplePositions::Stratified && n <= UINT32_MAX) {
+        const uint32_t side = strata_side((uint32_t)n);
+        const uint64_t multiplier = strata_multiplier(side);
+        const Eigen::Index stratified = (Eigen::Index)side * side;
+        for (Eigen::Index i = 0; i < stratified; ++i) {
+            const uint32_t cell = stratum_of((uint32_t)i, side, multiplier);
+            coords(i, 0) = jitter_in_cell<T>(coords(i, 0), cell % side, side);
+            coords(i, 1) = jitter_in_cell<T>(coords(i, 1), cell / side, side);
+        }
+    }
+    if (sampling.targets == SampleTargets::PixelCentres) {
+#pragma omp parallel for schedule(static)
+        for (Eigen::Index i = 0; i < rows; ++i) {
+            const int px = pixel_of<T>(coords(i, 0), image.width), py = pixel_of<T>(coords(i, 1), image.height);
+            coords(i, 0) = pixel_centre<T>(px, image.width);
+            coords(i, 1) = pixel_centre<T>(py, image.height);
+            for (int c = 0; c < image.channels; ++c) targets(i, c) = (T)image.at(px, py, c);
+        }
+        return;
     }
 #pragma omp parallel for schedule(static)
     for (Eigen::Index i = 0; i < rows; ++i) {
@@ -76,8 +98,9 @@ Matrix<T> pixel_center_coords(int width, int height) {
 
 template void sample_bilinear<float>(const Image&, float, float, float*);
 template void sample_bilinear<double>(const Image&, double, double, double*);
-template void sample_batch<float>(const Image&, size_t, Rng&, Matrix<float>&, Matrix<float>&);
-template void sample_batch<double>(const Image&, size_t, Rng&, Matrix<double>&, Matrix<double>&);
+template void sample_batch<float>(const Image&, size_t, Rng&, Matrix<float>&, Matrix<float>&, const ImageSampling&);
+template void sample_batch<double>(const Image&, size_t, Rng&, Matrix<double>&, Matrix<double>&,
+                                   const ImageSampling&);
 template Matrix<float> pixel_center_coords<float>(int, int);
 template Matrix<double> pixel_center_coords<double>(int, int);
 

@@ -9,7 +9,7 @@
 namespace fusedngp {
 
 void ImageTrainingData::sample(uint32_t batch, Rng& rng, Matrix<float>& inputs, Matrix<float>& targets) const {
-    sample_batch<float>(image_, batch, rng, inputs, targets);
+    sample_batch<float>(image_, batch, rng, inputs, targets, sampling_);
 }
 
 Image render_image(const InferenceFn& infer, int width, int height, int channels, ColorSpace space, size_t tile_pixels) {

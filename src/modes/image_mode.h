@@ -1,8 +1,10 @@
 // Image mode: learn (u, v) -> colour from one image.
 //
 // Coordinates: u left to right, v top to bottom, both in [0,1]; pixel (i, j)
-// has its centre at ((i+0.5)/W, (j+0.5)/H). Training targets are bilinear
-// lookups at uniformly random continuous coordinates (seeded). Values are the
+// has its centre at ((i+0.5)/W, (j+0.5)/H). Training batches follow an
+// ImageSampling (io/sample_positions.h): by default stratified positions
+// snapped to pixel centres with the pixels' values as targets (instant-ngp's
+// defaults); uniform positions with bilinear targets on request (seeded). Values are the
 // file's stored values (sRGB-encoded for LDR files, linear for EXR): see the
 // colour convention in io/image.h. PSNR is always over every pixel centre and
 // channel of the source, peak 1.
@@ -10,6 +12,7 @@
 
 #include "backends/training_data.h"
 #include "io/image.h"
+#include "io/sample_positions.h"
 #include "core/json_fields.h"
 
 #include <functional>
@@ -18,14 +21,17 @@ namespace fusedngp {
 
 class ImageTrainingData : public TrainingData {
 public:
-    explicit ImageTrainingData(Image image) : image_(std::move(image)) {}
+    explicit ImageTrainingData(Image image, ImageSampling sampling = ImageSampling{})
+        : image_(std::move(image)), sampling_(sampling) {}
     uint32_t n_input_dims() const override { return 2; }
     uint32_t n_output_dims() const override { return (uint32_t)image_.channels; }
     void sample(uint32_t batch, Rng& rng, Matrix<float>& inputs, Matrix<float>& targets) const override;
     const Image& image() const { return image_; }
+    const ImageSampling& sampling() const { return sampling_; }
 
 private:
     Image image_;
+    ImageSampling sampling_;
 };
 
 // Maps a batch of (u, v) rows to output rows.

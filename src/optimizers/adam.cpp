@@ -108,7 +108,7 @@ void AdamOptimizer<T>::step_group(const ParamGroup& group, T step_size, T* param
 
     const T beta1 = (T)settings_.beta1, one_minus_beta1 = (T)(1.0 - settings_.beta1);
     const T beta2 = (T)settings_.beta2, one_minus_beta2 = (T)(1.0 - settings_.beta2);
-    const T epsilon = (T)settings_.epsilon, l2_reg = (T)settings_.l2_reg;
+    const T epsilon = (T)settings_.epsilon, l2_reg = takes_l2_reg(group) ? (T)settings_.l2_reg : T(0);
     T* m = first_moment_.data();
     T* v = second_moment_.data();
 

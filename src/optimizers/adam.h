@@ -1,7 +1,7 @@
 // Adam [Kingma and Ba 2014] with tiny-cuda-nn's field names.
 //
 // Per element, at step t (1 for the first step):
-//   g  = grad + l2_reg * w
+//   g  = grad + l2_reg * w      (network weights only; encoding params: g = grad)
 //   m  = beta1 * m + (1 - beta1) * g
 //   v  = beta2 * v + (1 - beta2) * g^2
 //   w -= learning_rate * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon)

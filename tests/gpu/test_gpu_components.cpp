@@ -9,8 +9,10 @@
 
 #include "core/rng.h"
 #include "encodings/encoding.h"
+#include "encodings/grid.h"
 #include "gpu/components/device_buffer.h"
 #include "gpu/components/gpu_encoding.h"
+#include "gpu/components/gpu_grid_encoding.h"
 #include "gpu/components/gpu_loss.h"
 #include "gpu/components/gpu_optimizer.h"
 #include "losses/factory.h"
@@ -21,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -277,7 +280,7 @@ TEST_F(GpuTest, GridHalfTablesMatchFullPrecisionCpu) {
 
 // fp32 tables read straight from the master, including the real init (1e-4).
 TEST_F(GpuTest, GridFloatTablesMatchCpu) {
-    const GpuEncodingOptions fp32{GridParamPrecision::Float};
+    const GpuEncodingOptions fp32{GridParamPrecision::Float, {}};
     for (const auto& [type, interpolation, dims, features] :
          std::vector<GridParam>{{"Hash", "Linear", 3, 2}, {"Dense", "Nearest", 2, 1}, {"Tiled", "Smoothstep", 3, 4}}) {
         GpuEncodingPair enc = create_gpu_encoding(dims, small_grid_config(type, interpolation, features), "encoding", fp32);
@@ -331,6 +334,228 @@ TEST_F(GpuTest, GridForwardWithoutParamsThrows) {
     DeviceBuffer<float> d_in(2), d_out(enc.cpu->n_output_dims());
     EXPECT_THROW(enc.gpu->forward(const_rows(d_in.data(), 2), rows(d_out.data(), enc.cpu->n_output_dims()), 1, stream_),
                  std::logic_error);
+}
+
+// ---- grid kernel paths ------------------------------------------------------------
+// GridKernelOptions choose how the kernels split the work; every choice must
+// compute the same function (forward bit for bit, gradients within fp32
+// summation order). These run each path against the CPU.
+
+struct GridKernelCase {
+    const char* name;
+    GridKernelOptions options;
+};
+
+std::vector<GridKernelCase> grid_kernel_cases() {
+    // The kernels before shared-memory aggregation: one level per block,
+    // global atomics for every level.
+    GridKernelOptions level_major;
+    level_major.forward_level_group = 1;
+    level_major.gradient_smem_bytes = 0;
+    level_major.gradient_interleave_levels = false;
+    level_major.gradient_pair_corners = false;
+    // The default without row-pair atomics.
+    GridKernelOptions no_pairs;
+    no_pairs.gradient_pair_corners = false;
+    // Global atomics for every level, levels interleaved; whole-row forward.
+    GridKernelOptions interleaved;
+    interleaved.forward_level_group = 64;
+    interleaved.gradient_smem_bytes = 0;
+    // Every level (hashed ones too) in shared memory, one 512-sample chunk per
+    // block: many blocks flush into the same rows.
+    GridKernelOptions all_shared;
+    all_shared.forward_level_group = 2;
+    all_shared.gradient_smem_bytes = 1u << 30;  // clamped to the device's per-block maximum
+    all_shared.gradient_flush_ratio = 1;
+    all_shared.gradient_max_samples_per_thread = 1;
+    // Shared levels with long chunks (up to 64 samples per thread).
+    GridKernelOptions long_chunks;
+    long_chunks.gradient_flush_ratio = 4096;
+    long_chunks.gradient_max_samples_per_thread = 64;
+    // Shared levels, then one level-major block range per global level.
+    GridKernelOptions level_major_shared;
+    level_major_shared.forward_level_group = 8;
+    level_major_shared.gradient_interleave_levels = false;
+    return {{"Default", {}},
+            {"LevelMajorGlobal", level_major},
+            {"NoCornerPairs", no_pairs},
+            {"InterleavedGlobal", interleaved},
+            {"AllShared", all_shared},
+            {"LongSharedChunks", long_chunks},
+            {"LevelMajorWithShared", level_major_shared}};
+}
+
+GpuEncodingOptions with_grid_kernels(const GridKernelOptions& kernels,
+                                     GridParamPrecision precision = GridParamPrecision::Half) {
+    GpuEncodingOptions options;
+    options.grid_precision = precision;
+    options.grid_kernels = kernels;
+    return options;
+}
+
+const GpuGridEncoding& as_grid(const GpuEncoding& gpu) { return dynamic_cast<const GpuGridEncoding&>(gpu); }
+
+// Bytes of level l's fp32 gradient table.
+size_t level_table_bytes(const Encoding<float>& cpu, size_t l) {
+    const auto& grid = dynamic_cast<const GridEncoding<float>&>(cpu);
+    return (size_t)grid.levels()[l].rows * grid.options().n_features_per_level * sizeof(float);
+}
+
+using GridKernelParam = std::tuple<GridKernelCase, const char*, const char*, int, int>;  // case, type, interpolation, dims, F
+
+class GpuGridKernelPathTest : public GpuTest, public ::testing::WithParamInterface<GridKernelParam> {};
+
+TEST_P(GpuGridKernelPathTest, MatchesCpu) {
+    const auto& [kernel_case, type, interpolation, dims, features] = GetParam();
+    GpuEncodingPair enc = create_gpu_encoding(dims, small_grid_config(type, interpolation, features), "encoding",
+                                              with_grid_kernels(kernel_case.options));
+    const std::vector<float> params = random_vector(enc.cpu->n_params(), 31, -1.f, 1.f);
+    const DeviceBuffer<float> d_params = upload(params);
+    enc.gpu->set_params(d_params.data(), stream_);
+    for (uint32_t batch : {1u, 127u, 4099u}) {
+        expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 400 + batch, -0.05f, 1.05f,
+                                    stream_);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, GpuGridKernelPathTest,
+                         ::testing::Combine(::testing::ValuesIn(grid_kernel_cases()), ::testing::Values("Hash", "Tiled"),
+                                            ::testing::Values("Linear", "Nearest", "Smoothstep"),
+                                            ::testing::Values(2, 3), ::testing::Values(1, 2, 4, 8)),
+                         [](const ::testing::TestParamInfo<GridKernelParam>& p) {
+                             return std::string(std::get<0>(p.param).name) + "_" + std::get<1>(p.param) +
+                                    std::get<2>(p.param) + std::to_string(std::get<3>(p.param)) + "DF" +
+                                    std::to_string(std::get<4>(p.param));
+                         });
+
+// The image-fit grid of issue #4 (configs/examples/image_fit_tcnn.json: 2D,
+// 16 levels x 2, 2^15 rows, levels 0-5 dense): by default its coarse dense
+// levels take the shared-memory gradient path and the hashed ones do not.
+// Batches 1, 127 and 1000003 (several chunks per shared level, a partial
+// last chunk), each kernel path.
+TEST_F(GpuTest, GridImageFitShapeMatchesCpuOnEveryPath) {
+    const json config = {{"otype", "HashGrid"},         {"n_levels", 16},          {"n_features_per_level", 2},
+                         {"log2_hashmap_size", 15},     {"base_resolution", 16},   {"per_level_scale", 1.5}};
+    for (const GridKernelCase& kernel_case : grid_kernel_cases()) {
+        SCOPED_TRACE(kernel_case.name);
+        GpuEncodingPair enc = create_gpu_encoding(2, config, "encoding", with_grid_kernels(kernel_case.options));
+        if (std::string(kernel_case.name) == "Default") {
+            const auto& grid = dynamic_cast<const GridEncoding<float>&>(*enc.cpu);
+            const uint32_t smem = as_grid(*enc.gpu).gradient_smem_bytes();
+            EXPECT_LE(level_table_bytes(*enc.cpu, 0), smem) << "level 0 must take the shared-memory path";
+            EXPECT_LE(level_table_bytes(*enc.cpu, 3), smem) << "level 3 (3136 rows) must take the shared-memory path";
+            for (size_t l = 0; l < grid.levels().size(); ++l) {
+                if (grid.levels()[l].hashed()) {
+                    EXPECT_GT(level_table_bytes(*enc.cpu, l), smem) << "hashed level " << l;
+                }
+            }
+        }
+        const std::vector<float> params = random_vector(enc.cpu->n_params(), 41, -1.f, 1.f);
+        const DeviceBuffer<float> d_params = upload(params);
+        enc.gpu->set_params(d_params.data(), stream_);
+        const std::vector<uint32_t> batches =
+            std::string(kernel_case.name) == "Default" || std::string(kernel_case.name) == "LevelMajorGlobal"
+                ? std::vector<uint32_t>{1, 127, 1000003}
+                : std::vector<uint32_t>{1, 127, 100003};
+        for (uint32_t batch : batches) {
+            expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 500 + batch, 0.f, 1.f,
+                                        stream_);
+        }
+    }
+}
+
+// A 3D grid with dense (shared) and hashed levels at a large batch.
+TEST_F(GpuTest, Grid3DLargeBatchMatchesCpu) {
+    const json config = {{"otype", "HashGrid"},       {"n_levels", 8},         {"n_features_per_level", 4},
+                         {"log2_hashmap_size", 14},   {"base_resolution", 8},  {"per_level_scale", 1.6}};
+    GpuEncodingPair enc = create_gpu_encoding(3, config);
+    const std::vector<float> params = random_vector(enc.cpu->n_params(), 42, -1.f, 1.f);
+    const DeviceBuffer<float> d_params = upload(params);
+    enc.gpu->set_params(d_params.data(), stream_);
+    EXPECT_LE(level_table_bytes(*enc.cpu, 0), as_grid(*enc.gpu).gradient_smem_bytes());
+    expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), 1000003, 9, -0.05f, 1.05f, stream_);
+}
+
+// Every forward thread mapping writes the same bits.
+TEST_F(GpuTest, GridForwardIsBitIdenticalForEveryMapping) {
+    const json config = small_grid_config("Hash", "Smoothstep", 2);
+    GpuEncodingPair enc = create_gpu_encoding(3, config);
+    const std::vector<float> params = random_vector(enc.cpu->n_params(), 43, -1.f, 1.f);
+    const DeviceBuffer<float> d_params = upload(params);
+    const uint32_t batch = 10007, n_out = enc.cpu->n_output_dims();
+    const DeviceBuffer<float> d_in = upload(random_matrix(batch, 3, 44, -0.05f, 1.05f));
+    std::vector<float> reference;
+    for (uint32_t group : {1u, 2u, 4u, 8u, 64u}) {
+        GridKernelOptions options;
+        options.forward_level_group = group;
+        auto& grid = dynamic_cast<GpuGridEncoding&>(*enc.gpu);
+        grid.set_kernel_options(options);
+        grid.set_params(d_params.data(), stream_);
+        DeviceBuffer<float> d_out = poisoned((size_t)batch * n_out, stream_);
+        grid.forward(const_rows(d_in.data(), 3), rows(d_out.data(), n_out), batch, stream_);
+        const std::vector<float> out = download(d_out.data(), d_out.size());
+        if (reference.empty()) {
+            reference = out;
+        } else {
+            EXPECT_EQ(std::memcmp(out.data(), reference.data(), out.size() * sizeof(float)), 0)
+                << "forward_level_group " << group << " differs from group 1";
+        }
+    }
+}
+
+// A grid inside a Composite whose parameters and output columns start at an
+// odd float: vector atomics and stores must fall back to scalars there.
+TEST_F(GpuTest, GridsAtOddFloatOffsetsInCompositeMatchCpu) {
+    const json odd_dense = {{"otype", "DenseGrid"},      {"n_dims_to_encode", 2}, {"n_levels", 1},
+                            {"n_features_per_level", 1}, {"base_resolution", 4}};  // 5 x 5 = 25 params, 1 output
+    const json config = {
+        {"otype", "Composite"},
+        {"nested",
+         {odd_dense,
+          {{"otype", "HashGrid"}, {"n_dims_to_encode", 2}, {"n_levels", 8}, {"n_features_per_level", 2},
+           {"log2_hashmap_size", 12}, {"base_resolution", 8}, {"per_level_scale", 1.5}},
+          {{"otype", "HashGrid"}, {"n_dims_to_encode", 3}, {"n_levels", 4}, {"n_features_per_level", 4},
+           {"log2_hashmap_size", 10}}}}};
+    ASSERT_EQ(create_gpu_encoding(2, odd_dense).cpu->n_params() % 2, 1u) << "the test needs an odd offset";
+    for (const GridKernelCase& kernel_case : grid_kernel_cases()) {
+        for (GridParamPrecision precision : {GridParamPrecision::Half, GridParamPrecision::Float}) {
+            SCOPED_TRACE(std::string(kernel_case.name) + (precision == GridParamPrecision::Half ? ", fp16" : ", fp32"));
+            GpuEncodingPair enc = create_gpu_encoding(7, config, "encoding", with_grid_kernels(kernel_case.options, precision));
+            std::vector<float> params = random_vector(enc.cpu->n_params(), 45, -1.f, 1.f);
+            const DeviceBuffer<float> d_params = upload(params);
+            enc.gpu->set_params(d_params.data(), stream_);
+            if (precision == GridParamPrecision::Half) params = rounded_to_half(params);
+            for (uint32_t batch : {1u, 127u, 100003u}) {
+                expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, params, batch, 600 + batch, 0.f, 1.f, stream_);
+            }
+        }
+    }
+}
+
+TEST_F(GpuTest, GridKernelOptionsAreValidated) {
+    GridKernelOptions bad_group;
+    bad_group.forward_level_group = 3;
+    EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2), "encoding", with_grid_kernels(bad_group)),
+                 std::invalid_argument);
+    GridKernelOptions bad_ratio;
+    bad_ratio.gradient_flush_ratio = 0;
+    EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2), "encoding", with_grid_kernels(bad_ratio)),
+                 std::invalid_argument);
+}
+
+// FUSEDNGP_GRID_KERNELS overrides the options (a benchmarking knob).
+TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
+    struct Unset {
+        ~Unset() { unsetenv("FUSEDNGP_GRID_KERNELS"); }
+    } unset_at_exit;
+    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_smem_bytes=0,forward_level_group=2", 1), 0);
+    GpuEncodingPair enc = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
+    EXPECT_EQ(as_grid(*enc.gpu).gradient_smem_bytes(), 0u);
+    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "no_such_knob=1", 1), 0);
+    EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
+    unsetenv("FUSEDNGP_GRID_KERNELS");
+    GpuEncodingPair defaults = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
+    EXPECT_GT(as_grid(*defaults.gpu).gradient_smem_bytes(), 0u);
 }
 
 struct EncodingCase {
@@ -388,7 +613,7 @@ TEST_F(GpuTest, CompositeMatchesCpu) {
           {{"otype", "OneBlob"}, {"n_bins", 5}}}}};
     for (const auto& [config, n_in] : std::vector<std::pair<json, uint32_t>>{{grid_then_others, 8}, {two_grids, 7}}) {
         for (GridParamPrecision precision : {GridParamPrecision::Half, GridParamPrecision::Float}) {
-            GpuEncodingPair enc = create_gpu_encoding(n_in, config, "encoding", GpuEncodingOptions{precision});
+            GpuEncodingPair enc = create_gpu_encoding(n_in, config, "encoding", GpuEncodingOptions{precision, {}});
             std::vector<float> params = random_vector(enc.cpu->n_params(), 21, -1.f, 1.f);
             const DeviceBuffer<float> d_params = upload(params);
             enc.gpu->set_params(d_params.data(), stream_);
@@ -617,6 +842,52 @@ TEST_F(GpuTest, AdamLeavesZeroGradientRowsUntouched) {
         ASSERT_EQ(params[2 * row + 1], pair.initial_params()[2 * row + 1]) << "skipped row " << row << " moved";
     }
     pair.expect_equal_state("after 3 steps");
+}
+
+// The sparse path (GpuOptimizer::set_sparse_group): the same update as the
+// dense one, the updated rows' gradient cleared and their fp16 copy written,
+// rows never touched left alone in the mirror; the network block untouched.
+TEST_F(GpuTest, SparseGroupUpdatesClearGradientsAndWriteTheHalfMirror) {
+    const json adam = {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"beta2", 0.99}, {"epsilon", 1e-15}};
+    const json decay = {{"otype", "ExponentialDecay"}, {"decay_start", 1}, {"decay_interval", 1}, {"decay_base", 0.5},
+                        {"nested", adam}};
+    const json ema = {{"otype", "Ema"}, {"decay", 0.9}, {"nested", decay}};
+    for (const json& config : std::vector<json>{adam, ema}) {
+        SCOPED_TRACE(config.dump());
+        OptimizerPair pair(config, stream_);
+        const __half sentinel = __float2half_rn(123.f);
+        std::vector<__half> mirror_init(4002, sentinel);
+        DeviceBuffer<__half> mirror(4002);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(mirror.data(), mirror_init.data(), 4002 * sizeof(__half), cudaMemcpyHostToDevice));
+        EXPECT_FALSE(pair.gpu().set_sparse_group("network", mirror.data()));  // no row skipping there
+        EXPECT_FALSE(pair.gpu().set_sparse_group("nonexistent", mirror.data()));
+        ASSERT_TRUE(pair.gpu().set_sparse_group("encoding", mirror.data()));
+        std::vector<bool> touched(2001, false);
+        for (uint64_t s = 1; s <= 4; ++s) {
+            const std::vector<float> grads = sparse_gradient(s);
+            pair.step(s);
+            pair.expect_equal_state("after step " + std::to_string(s));
+            const std::vector<float> g = download(pair.d_grads(), kExtent);
+            for (size_t i = 0; i < 4002; ++i) ASSERT_EQ(g[i], 0.f) << "encoding gradient not cleared at " << i;
+            for (size_t i = 4002; i < kExtent; ++i) ASSERT_EQ(g[i], grads[i]) << "network gradient changed at " << i;
+            for (size_t row = 0; row < 2001; ++row) touched[row] = touched[row] || grads[2 * row] != 0.f || grads[2 * row + 1] != 0.f;
+        }
+        std::vector<__half> m(4002);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(m.data(), mirror.data(), 4002 * sizeof(__half), cudaMemcpyDeviceToHost));
+        const std::vector<float> params = download(pair.d_params(), kExtent);
+        size_t n_touched = 0;
+        for (size_t i = 0; i < 4002; ++i) {
+            const __half expected = touched[i / 2] ? __float2half_rn(params[i]) : sentinel;
+            n_touched += touched[i / 2];
+            ASSERT_EQ(std::memcmp(&m[i], &expected, sizeof(__half)), 0) << "mirror element " << i;
+        }
+        EXPECT_GT(n_touched, 1000u);
+        EXPECT_TRUE(pair.gpu().set_sparse_group("encoding", nullptr));  // off again
+    }
+    // SGD has no sparse path.
+    OptimizerPair sgd({{"otype", "SGD"}, {"learning_rate", 0.1}}, stream_);
+    DeviceBuffer<__half> mirror(4002);
+    EXPECT_FALSE(sgd.gpu().set_sparse_group("encoding", mirror.data()));
 }
 
 // Resuming: the step count (bias corrections, decay schedule) and the

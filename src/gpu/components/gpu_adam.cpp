@@ -48,9 +48,28 @@ void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
     const AdamConstants k = adam_constants(settings_);
     launch_adam_begin_step(counters(), k, schedule(), stream);
     for (const ParamGroup& group : groups_) {
-        launch_adam_update(device_counters(), k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
-                           group.offset, group.size, group.row_size, skips_rows_of(group), stream);
+        AdamConstants group_k = k;
+        if (!takes_l2_reg(group)) group_k.l2_reg = 0.f;
+        // The sparse contract (set_sparse_group) lets this group's gradient be written.
+        const bool sparse = half_mirror_ && group.name == sparse_group_;
+        const SparseRowOutputs outputs{sparse ? const_cast<float*>(d_grads) : nullptr, sparse ? half_mirror_ : nullptr};
+        launch_adam_update(device_counters(), group_k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
+                           group.offset, group.size, group.row_size, skips_rows_of(group), outputs, stream);
     }
+}
+
+bool GpuAdam::set_sparse_group(const std::string& group, __half* half_mirror) {
+    if (!half_mirror) {
+        if (sparse_group_ == group) sparse_group_.clear(), half_mirror_ = nullptr;
+        return true;
+    }
+    for (const ParamGroup& g : groups_) {
+        if (g.name != group || !skips_rows_of(g) || g.size == 0) continue;
+        sparse_group_ = group;
+        half_mirror_ = half_mirror;
+        return true;
+    }
+    return false;
 }
 
 std::vector<GpuStateBuffer> GpuAdam::state() {

@@ -17,9 +17,12 @@ public:
     void step(float* d_params, const float* d_grads, cudaStream_t stream) override;
     // "first_moment" (m) and "second_moment" (v), indexed like the params.
     std::vector<GpuStateBuffer> state() override;
+    bool set_sparse_group(const std::string& group, __half* half_mirror) override;
 
 private:
     bool skips_rows_of(const ParamGroup& group) const;
+    std::string sparse_group_;
+    __half* half_mirror_ = nullptr;
 
     AdamSettings settings_;
     std::vector<ParamGroup> groups_;

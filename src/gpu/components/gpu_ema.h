@@ -28,6 +28,10 @@ public:
     const float* inference_params(const float* d_params) const override;
     // "average", then the nested buffers as "nested.<name>".
     std::vector<GpuStateBuffer> state() override;
+    // The nested optimizer updates the rows; the average stays dense.
+    bool set_sparse_group(const std::string& group, __half* half_mirror) override {
+        return nested_->set_sparse_group(group, half_mirror);
+    }
 
     void set_schedule(const LearningRateSchedule& schedule) override { nested_->set_schedule(schedule); }
     const OptimizerCounters* device_counters() const override { return nested_->device_counters(); }

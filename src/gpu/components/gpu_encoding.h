@@ -16,6 +16,7 @@
 #include "encodings/encoding.h"
 #include "gpu/components/device_rows.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -35,8 +36,46 @@ enum class GridParamPrecision {
     Float,
 };
 
+// How the grid kernels split their work (docs/GPU_COMPONENTS.md, "Grid", has
+// the measurements behind the defaults). Tests and fusedngp_grid_bench change
+// them to cover and compare every path. None of them changes the result
+// beyond fp32 summation order (the forward is bit-identical for every
+// setting).
+struct GridKernelOptions {
+    static constexpr uint32_t kAuto = 0xFFFFFFFFu;
+    // Forward: consecutive threads encode G consecutive levels of one sample
+    // (a power of two, 1..64), so a warp writes whole runs of G*F floats of
+    // each output row. kAuto: G*F = 8 floats (one 32-byte sector).
+    uint32_t forward_level_group = kAuto;
+    // Parameter gradient: a level whose fp32 gradient table (rows rounded up
+    // to even, times F floats) has at most this many bytes is summed per block
+    // in shared memory and flushed to the gradient with one atomic per touched
+    // row (pair); larger (hashed) levels use global atomics per corner. 0:
+    // global atomics everywhere. kAuto: the largest table that keeps the
+    // kernel at full occupancy on the device (56 KB on the H200).
+    uint32_t gradient_smem_bytes = kAuto;
+    // Shared-memory levels: samples per block are chosen so that a block's
+    // corner contributions are about this many times the level's rows (its
+    // flush), capped at gradient_max_samples_per_thread per thread (the cap
+    // decides on the image-fit grid: short blocks overlap best).
+    uint32_t gradient_flush_ratio = 32;
+    uint32_t gradient_max_samples_per_thread = 8;
+    // Global-atomic levels: consecutive threads take consecutive levels of
+    // one sample (coalesced dL/dy reads; every level's rows are hit at once,
+    // so the atomics spread over all of L2) instead of one level per block.
+    // Applied only while those levels' gradient tables together fit in half
+    // the L2; larger grids are updated one level at a time.
+    bool gradient_interleave_levels = true;
+    // F = 1, 2: a sample's two corners along x whose rows are an aligned
+    // pair (2m, 2m+1; half the samples, dense and hashed levels alike) are
+    // added with one 2F-float vector atomic instead of two, and shared-memory
+    // levels flush rows in such pairs.
+    bool gradient_pair_corners = true;
+};
+
 struct GpuEncodingOptions {
     GridParamPrecision grid_precision = GridParamPrecision::Half;
+    GridKernelOptions grid_kernels;
 };
 
 class GpuEncoding {
@@ -57,6 +96,13 @@ public:
         (void)d_params;
         (void)stream;
     }
+
+    // The fp16 copy that set_params() refreshes, as one array laid out like
+    // the fp32 master (element i mirrors d_params[i]), when the encoding has
+    // exactly that; null otherwise. An optimizer may then keep it current row
+    // by row (GpuOptimizer::set_sparse_group) instead of set_params()
+    // converting every parameter after every step.
+    virtual __half* half_params_mirror() { return nullptr; }
 
     // out (batch x n_output_dims) = encode(in (batch x n_input_dims)).
     virtual void forward(ConstDeviceRows in, DeviceRows out, uint32_t batch, cudaStream_t stream) const = 0;

@@ -13,7 +13,7 @@ namespace fusedngp::gpu {
 
 std::unique_ptr<GpuEncoding> make_gpu_encoding(const Encoding<float>& cpu, const GpuEncodingOptions& options) {
     if (auto* grid = dynamic_cast<const GridEncoding<float>*>(&cpu)) {
-        return std::make_unique<GpuGridEncoding>(*grid, options.grid_precision);
+        return std::make_unique<GpuGridEncoding>(*grid, options.grid_precision, options.grid_kernels);
     }
     if (auto* composite = dynamic_cast<const CompositeEncoding<float>*>(&cpu)) {
         return std::make_unique<GpuCompositeEncoding>(*composite, options);

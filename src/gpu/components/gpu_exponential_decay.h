@@ -31,6 +31,9 @@ public:
         return nested_->inference_params(d_params);
     }
     std::vector<GpuStateBuffer> state() override;
+    bool set_sparse_group(const std::string& group, __half* half_mirror) override {
+        return nested_->set_sparse_group(group, half_mirror);
+    }
 
     // Two schedules cannot be combined: throws std::invalid_argument.
     void set_schedule(const LearningRateSchedule& schedule) override;

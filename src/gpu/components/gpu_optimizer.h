@@ -11,6 +11,7 @@
 #include "gpu/components/optimizer_state.h"
 #include "optimizers/optimizer.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -56,6 +57,24 @@ public:
     virtual const float* inference_params(const float* d_params) const { return d_params; }
 
     virtual std::vector<GpuStateBuffer> state() = 0;
+
+    // Sparse updates for a group whose all-zero-gradient rows are skipped (a
+    // hash grid, where a step touches a few rows of millions). Once set, step()
+    // (1) zeroes every gradient row it updates, so the caller keeps the group's
+    // gradient all zero between steps instead of clearing it (and must zero it
+    // itself after a step it skips), and (2) writes each updated row's fp16
+    // copy (__float2half_rn, as a full conversion would) into `half_mirror`,
+    // indexed from the group's offset, so no full conversion is needed; rows
+    // it skips are already current. Untouched rows then cost one gradient
+    // read instead of a clear, a read and a conversion. `half_mirror` null
+    // turns it off. Returns false, changing nothing, where the optimizer
+    // cannot (no such group, a group that does not skip rows, SGD): the caller
+    // keeps the dense path. Wrappers pass it to the optimizer they wrap.
+    virtual bool set_sparse_group(const std::string& group, __half* half_mirror) {
+        (void)group;
+        (void)half_mirror;
+        return false;
+    }
 
     // Plumbing for the wrappers. ExponentialDecay hands its schedule down to
     // the optimizer that owns the learning rate; EMA reads the step counter
