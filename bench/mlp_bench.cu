@@ -23,11 +23,14 @@
 // (FusedMlpTuning::tile_inference), every variant twice in interleaved
 // order so that the spread of one variant shows the noise.
 //
-// --train-ab times training only, the warp training kernel (default plan at
-// W = 16/32) against the block-tile kernel (FusedMlpTuning::tile_training),
-// for every width x depth x batch: the fused L2 step (no dL/dinput, as
-// `fusedngp bench mlp --passes train`) and forward + backward with dL/dout
-// from the caller and dL/dinput; both variants twice in interleaved order.
+// --train-ab times training only, the warp training kernel (its planned
+// variant at W = 16/32/64, forced for every batch) against the block-tile
+// kernel (FusedMlpTuning::tile_training), for every width x depth x batch,
+// plus the warp kernel's other variants (weight-gradient sums per warp or per
+// block, warps per block) from 2^20 rows on: the fused L2 step (no
+// dL/dinput, as `fusedngp bench mlp --passes train`) and forward + backward
+// with dL/dout from the caller and dL/dinput; every variant twice in
+// interleaved order.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
@@ -267,6 +270,38 @@ int main(int argc, char** argv) {
 
     if (opt.train_ab) {
         const std::vector<uint32_t> depths = opt.depths.empty() ? std::vector<uint32_t>{opt.depth} : opt.depths;
+        // Each variant forces its kernel for every batch (the default plan
+        // picks one per call by batch). "warp": the planner's warp variant;
+        // the others force one weight-gradient mode and block size, timed
+        // only from 2^20 rows on and skipped where they equal "warp".
+        struct TrainVariant {
+            std::string name;
+            FusedMlpTuning tuning;
+            bool large_batches_only = false;
+        };
+        std::vector<TrainVariant> variants;
+        {
+            FusedMlpTuning tile;
+            tile.tile_training = true;
+            variants.push_back({"tile", tile});
+            FusedMlpTuning warp;
+            warp.force_warp_training = true;
+            variants.push_back({"warp", warp});
+            auto forced = [&](const std::string& name, WarpDwMode mode, int warps) {
+                FusedMlpTuning t = warp;
+                t.warp_train_dw_mode = (int)mode;
+                t.warp_train_warps = warps;
+                variants.push_back({name, t, true});
+            };
+            forced("pw", WarpDwMode::PerWarp, 0);
+            for (int w : {4, 6, 8, 12}) forced("sh" + std::to_string(w), WarpDwMode::Shared, w);
+            for (int w : {4, 8}) forced("s128x" + std::to_string(w), WarpDwMode::Shared128, w);
+            // The planned variant without the L2 prefetch of the next slab's
+            // dL/dout or target (shared modes only).
+            FusedMlpTuning nopf = warp;
+            nopf.l2_prefetch = false;
+            variants.push_back({"nopf", nopf, true});
+        }
         struct AbRow {
             std::string variant, pass;
             uint32_t width, depth, batch;
@@ -278,13 +313,24 @@ int main(int argc, char** argv) {
             for (uint32_t depth : depths)
                 for (uint32_t batch : batches)
                     for (int round = 0; round < 2; ++round)
-                        for (int k = 0; k < 2; ++k) {
-                            const bool tile_kernel = (k == 1) != (round == 1);
-                            FusedMlpTuning t;
-                            t.tile_training = tile_kernel;
+                        for (size_t k = 0; k < variants.size(); ++k) {
+                            // Interleaved order: forward in round 0, backward in round 1.
+                            const TrainVariant& v = variants[round == 0 ? k : variants.size() - 1 - k];
+                            if (v.large_batches_only && batch < (1u << 20)) continue;
                             FusedMlpConfig cfg{opt.n_in, opt.n_out, w, depth, Activation::ReLU, Activation::None};
-                            FusedMlp mlp(cfg, t);
-                            const std::string name = tile_kernel ? "tile" : (mlp.training_plan().warp ? "warp" : "tile*");
+                            FusedMlp mlp(cfg, v.tuning);
+                            const FusedMlp::PassPlan& plan = mlp.training_plan_for(batch);
+                            const bool want_warp = !v.tuning.tile_training;
+                            if (want_warp && !plan.warp) continue;  // no such warp plan here
+                            if (v.large_batches_only && v.name != "nopf") {
+                                // The same kernel as "warp": not timed twice.
+                                FusedMlpTuning def;
+                                def.force_warp_training = true;
+                                const FusedMlp ref(cfg, def);
+                                const WarpTrainVariant& a = plan.warp_train;
+                                const WarpTrainVariant& b = ref.training_plan_for(batch).warp_train;
+                                if (a.dw_mode == b.dw_mode && a.warps == b.warps) continue;
+                            }
                             mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
                             DeviceMemory dw(mlp.n_params() * sizeof(float));
                             const double l2 = time_median_ms(kWarmup, opt.reps, [&](int i) {
@@ -298,17 +344,25 @@ int main(int argc, char** argv) {
                                              batch, nullptr);
                             });
                             const std::string r = " r" + std::to_string(round);
-                            ab_rows.push_back({name, "train fused L2" + r, w, depth, batch, l2, mlp.describe()});
-                            ab_rows.push_back({name, "train fwd+bwd" + r, w, depth, batch, fb, mlp.describe()});
-                            if (round == 0 && batch == batches.front())
-                                std::printf("%s W=%u D=%u: %s\n", name.c_str(), w, depth, mlp.describe().c_str());
+                            ab_rows.push_back({v.name, "train fused L2" + r, w, depth, batch, l2, mlp.describe()});
+                            ab_rows.push_back({v.name, "train fwd+bwd" + r, w, depth, batch, fb, mlp.describe()});
+                            if (round == 0 && (batch == batches.front() || v.large_batches_only))
+                                std::printf("%s W=%u D=%u B=%u: %s\n", v.name.c_str(), w, depth, batch,
+                                            mlp.describe().c_str());
+                            // Each row as soon as it is measured (a run cut short keeps them).
+                            for (size_t i = ab_rows.size() - 2; i < ab_rows.size(); ++i)
+                                std::printf("row %s %u %u %u %s %.4f ms %.3f G/s\n", ab_rows[i].variant.c_str(), w,
+                                            depth, batch, ab_rows[i].pass.c_str(), ab_rows[i].ms,
+                                            batch / (ab_rows[i].ms * 1e-3) / 1e9);
                             std::fflush(stdout);
                         }
-        std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d (tile* = the warp kernel's plan fell back)\n",
+        std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d; tile = block-tile kernel, warp = the warp "
+                    "training kernel's planned variant, pw / shN / s128xN = forced variants (per-warp sums; per-block "
+                    "sums, N warps per block; the same at 128 registers), nopf = warp without the L2 prefetch\n",
                     opt.n_in, opt.n_out, opt.reps);
-        std::printf("%-6s %4s %3s %9s %-20s %10s %12s\n", "kernel", "W", "D", "batch", "pass", "ms", "Gsamples/s");
+        std::printf("%-7s %4s %3s %9s %-20s %10s %12s\n", "kernel", "W", "D", "batch", "pass", "ms", "Gsamples/s");
         for (const AbRow& r : ab_rows)
-            std::printf("%-6s %4u %3u %9u %-20s %10.4f %12.3f\n", r.variant.c_str(), r.width, r.depth, r.batch,
+            std::printf("%-7s %4u %3u %9u %-20s %10.4f %12.3f\n", r.variant.c_str(), r.width, r.depth, r.batch,
                         r.pass.c_str(), r.ms, r.batch / (r.ms * 1e-3) / 1e9);
         if (!opt.csv.empty()) {
             FILE* f = std::fopen(opt.csv.c_str(), "w");

@@ -39,33 +39,84 @@ template <int W>
 cudaError_t launch_warp_inference(const KernelArgs& args, const WarpKernelVariant& v, uint32_t grid,
                                   size_t smem_bytes, cudaStream_t stream);
 
-// Warp training kernel (fused_mlp_warp_train_device.cuh), W = 16 and 32;
-// uses v.kt_in only (16-row slabs, weights always in shared memory).
-// Dynamic shared memory it needs: both fp16 fragment buffers (w_fwd, w_bwd),
-// an fp32 weight-gradient sum per warp and, per warp, 16-byte-per-lane
-// activation slots for the input tiles (kt_in of the variant) and every
-// hidden layer's fp16 pre-activations (W / 16 k-tiles each).
+// Warp training kernel (fused_mlp_warp_train_device.cuh), W = 16, 32 and 64;
+// 16-row slabs, weights always in shared memory. Its variant: kt_in (as
+// above), how the weight-gradient sums are kept (dw_mode) and the warps per
+// block (warps; kWarpKernelThreads / 32 for the per-warp mode).
+enum class WarpDwMode : int {
+    // An fp32 sum per warp (4P bytes each), combined in warp order at the end.
+    PerWarp = 0,
+    // One fp32 sum per block, added to by the block's warps in a fixed order
+    // (round by round, warp by warp, one 16-output stripe at a time; see the
+    // kernel): 4P bytes per block instead of per warp.
+    Shared = 1,
+    // Shared, compiled for 2 blocks of up to 8 warps per SM (128 registers).
+    Shared128 = 2,
+};
+struct WarpTrainVariant {
+    int kt_in = 2;
+    WarpDwMode dw_mode = WarpDwMode::PerWarp;
+    int warps = kWarpKernelThreads / 32;
+};
+// Most warps per block of the shared-sum kernels (their __launch_bounds__).
+constexpr int kMaxWarpTrainWarps = 12;
+constexpr int kMaxWarpTrain128Warps = 8;
+// Whether the library has a warp training kernel for this width and variant
+// (prepare_warp_train / launch_warp_train fail otherwise): the per-warp mode
+// runs kWarpKernelThreads / 32 warps per block, the 128-register shared mode
+// exists at W = 64 only (the narrower kernels fit 128 registers anyway).
+FUSEDNGP_HD bool warp_train_variant_compiled(uint32_t width, const WarpTrainVariant& v) {
+    if (width != 16 && width != 32 && width != 64) return false;
+    if (v.kt_in != 1 && v.kt_in != 2 && v.kt_in != 4) return false;
+    switch (v.dw_mode) {
+    case WarpDwMode::PerWarp: return v.warps == kWarpKernelThreads / 32;
+    case WarpDwMode::Shared: return v.warps >= 1 && v.warps <= kMaxWarpTrainWarps;
+    case WarpDwMode::Shared128: return width == 64 && v.warps >= 1 && v.warps <= kMaxWarpTrain128Warps;
+    }
+    return false;
+}
+
+// Dynamic shared memory of the warp training kernel: both fp16 fragment
+// buffers (w_fwd, w_bwd), the fp32 weight-gradient sums (one per warp or one
+// per block), the turn counters of the shared mode (one per 16-output stripe
+// of every layer, padded to 16 bytes), per warp 16-byte-per-lane activation
+// slots for the input tiles (kt_in of the variant) and every hidden layer's
+// fp16 pre-activations (W / 16 k-tiles each), and in the shared mode per warp
+// the next slab's fp32 input (kt_in KB).
 FUSEDNGP_HD size_t warp_train_act_slots(const MlpShape& s, uint32_t kt_in_variant) {
     return kt_in_variant + (size_t)s.n_hidden * (s.width / 16u);
 }
-FUSEDNGP_HD size_t warp_train_smem_bytes(const MlpShape& s, uint32_t kt_in_variant) {
-    const size_t P = n_params_padded(s);
-    const size_t warps = kWarpKernelThreads / 32;
-    return P * 2 * 2 + warps * P * 4 + warps * warp_train_act_slots(s, kt_in_variant) * 32 * 16;
+// Turn counters of the shared mode: hidden layer l's stripes mo at
+// l * W / 16 + mo, the output layer's 16-column chunks after them.
+FUSEDNGP_HD size_t warp_train_turns(const MlpShape& s) {
+    return (size_t)s.n_hidden * (s.width / 16u) + s.n_out_pad / 16u;
 }
+FUSEDNGP_HD size_t warp_train_smem_bytes(const MlpShape& s, const WarpTrainVariant& v) {
+    const size_t P = n_params_padded(s);
+    const size_t warps = (size_t)v.warps;
+    const bool shared = v.dw_mode != WarpDwMode::PerWarp;
+    const size_t dw_copies = shared ? 1 : warps;
+    const size_t turns = shared ? (warp_train_turns(s) * 4 + 15) / 16 * 16 : 0;
+    // Shared mode: the next slab's fp32 input (cp.async), 1 KB per input k-tile.
+    const size_t stage = shared ? (size_t)v.kt_in * 1024 : 0;
+    return P * 2 * 2 + dw_copies * P * 4 + turns + warps * (warp_train_act_slots(s, (uint32_t)v.kt_in) * 32 * 16 + stage);
+}
+// prepare_kernel for the variant (v.warps * 32 threads); a variant this width
+// was not compiled for returns cudaErrorInvalidValue.
 template <int W>
-cudaError_t prepare_warp_train(const WarpKernelVariant& v, size_t max_dynamic_smem, int carveout_percent,
+cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                size_t smem_bytes, KernelInfo* info);
 template <int W>
-cudaError_t launch_warp_train(const KernelArgs& args, const WarpKernelVariant& v, uint32_t grid, size_t smem_bytes,
+cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream);
 
 #define FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(W)                                                                       \
-    extern template cudaError_t prepare_warp_train<W>(const WarpKernelVariant&, size_t, int, size_t, KernelInfo*);  \
-    extern template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpKernelVariant&, uint32_t, size_t, \
+    extern template cudaError_t prepare_warp_train<W>(const WarpTrainVariant&, size_t, int, size_t, KernelInfo*);   \
+    extern template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,  \
                                                      cudaStream_t);
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(16)
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(32)
+FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(64)
 #undef FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH
 
 #define FUSEDNGP_DECLARE_WARP_WIDTH(W)                                                                             \

@@ -1,16 +1,23 @@
 // Register-resident, barrier-free training kernel for the narrow widths
-// (W = 16, 32). See docs/FUSED_MLP_DESIGN.md, "Warp training kernel".
+// (W = 16, 32, 64). See docs/FUSED_MLP_DESIGN.md, "Warp training kernel"
+// and "Warp training kernel at W = 64".
 //
 // Same work split as the warp inference kernel (fused_mlp_warp_device.cuh):
 // each warp takes 16-row slabs (slab = global warp index + k * total warps,
 // a persistent grid) and runs forward, loss gradient, backward and the weight
 // gradients of one slab without any block barrier. Per slab:
+//   * input: the next slab's is loaded one slab ahead, into registers
+//     (per-warp mode) or with cp.async into a per-warp staging area in shared
+//     memory (shared mode, fewer registers).
 //   * forward: the C->A fragment trick of the inference kernel. Each hidden
 //     pre-activation z_l is rounded to fp16 (as the tile kernel stores it)
 //     and parked in the warp's own shared-memory slot in fragment order (one
 //     16-byte store per lane and k16 tile; a lane only ever reads back what it
 //     wrote, so no __syncwarp is needed); h_l = act(z_l) from the fp16 z, as
 //     the tile kernel computes it.
+//     Shared mode with KernelArgs::l2_prefetch: the next slab's dL/dout or
+//     target rows (their first 4 KB) are prefetched into L2 at the same time
+//     (read at its output layer).
 //   * output layer, per 16-column chunk: y = act_out(z) (stored if asked),
 //     delta_out = fp16(dL/dy * act_out'(z) * loss_scale) (dL/dy from the
 //     caller or the fused L1/L2 loss), then at once dW_D += delta_out^T h and
@@ -29,6 +36,18 @@
 // in warp order into its partial (the tile kernel's padded layout), which
 // launch_reduce_weight_gradients sums over blocks: fixed order everywhere, so
 // results are bit-identical run to run.
+// Shared mode (WarpDwMode::Shared, Shared128): one fp32 sum per block instead
+// of one per warp (4P bytes per warp do not fit at W = 64: P = 7168 at D = 2).
+// Warps take their slabs in rounds (round k: slabs (k * gridDim.x + block) *
+// warps + warp) and add to each 16-output stripe of the sum in ticket order
+// k * warps + warp: a warp waits until the stripe's turn counter shows its
+// ticket (ld.acquire), does its read-modify-write, and passes the turn on
+// (__syncwarp, then st.release of ticket + 1). Every element is thus summed
+// in the same order on every run, with no block barrier: warps only wait for
+// the warp ahead of them, one stripe at a time, and those waits pipeline
+// (warp w + 1 works on stripe s while warp w is on stripe s + 1). Warps past
+// the batch leave without taking turns: the slabs of a round are consecutive,
+// so no warp behind them has a slab either.
 // Weights (forward and backward fragment buffers) are staged once per block in
 // shared memory (the first barrier).
 #pragma once
@@ -52,16 +71,55 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
     return r;
 }
 
-// dW (fan_out x fan_in, fp32, C-fragment order in the warp's shared memory)
-// += d^T h over the slab's 16 rows. d: KT_D k16 tiles (A fragments, rows x
-// fan_out units), h: KT_H k16 tiles (rows x fan_in), of which kt_h are used.
+// Turn counters of the shared mode (one per 16-output stripe).
+__device__ __forceinline__ uint32_t ld_acquire_shared(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n"
+                 : "=r"(v)
+                 : "r"((uint32_t)__cvta_generic_to_shared(p))
+                 : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_shared(uint32_t* p, uint32_t v) {
+    asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(v)
+                 : "memory");
+}
+// Waits until *turn == ticket (every lane polls: one broadcast load; the
+// __syncwarp reconverges the lanes before the tensor-core products). A turn
+// order that never comes would hang the GPU: after ~2^24 polls (seconds; a
+// real wait is microseconds) the kernel traps instead, which the host sees as
+// a launch failure.
+static __device__ __noinline__ void turn_wait_slow(const uint32_t* turn, uint32_t ticket) {
+    for (uint32_t polls = 0; ld_acquire_shared(turn) != ticket; ++polls) {
+        if (polls > (1u << 24)) __trap();
+        __nanosleep(32);
+    }
+}
+__device__ __forceinline__ void turn_wait(const uint32_t* turn, uint32_t ticket) {
+    if (ld_acquire_shared(turn) != ticket) turn_wait_slow(turn, ticket);
+    __syncwarp();
+}
+// Hands the stripe to the next ticket once every lane's stores are done:
+// __syncwarp orders the lanes' stores before lane 0's release.
+__device__ __forceinline__ void turn_pass(uint32_t* turn, uint32_t ticket, uint32_t lane) {
+    __syncwarp();
+    if (lane == 0) st_release_shared(turn, ticket + 1u);
+}
+
+// dW (fan_out x fan_in, fp32, C-fragment order in shared memory) += d^T h
+// over the slab's 16 rows. d: KT_D k16 tiles (A fragments, rows x fan_out
+// units), h: KT_H k16 tiles (rows x fan_in), of which kt_h are used.
 // dw_lane points at tile 0 of the first 16 output units, this lane's float4;
 // tile (mo, ni) is at + (mo * 2 * kt_h + ni) * 32.
 //   A = d^T (16 units x 16 rows): a0..a3 = T(d0), T(d2), T(d1), T(d3).
 //   B = h (16 rows x 8 inputs, n8 tile 2j + s): b0 = T(h_j[2s]), b1 = T(h_j[2s+1]).
-template <int KT_D, int KT_H>
+// SHARED: the sum is the block's; stripe mo is added to under turns[mo]
+// (ticket order, see the file comment). The transposes happen before the
+// wait, so a warp holds a stripe only for its loads, products and stores.
+template <int KT_D, int KT_H, bool SHARED>
 __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&d)[KT_D][4],
-                                              const uint32_t (&h)[KT_H][4], uint32_t kt_h) {
+                                              const uint32_t (&h)[KT_H][4], uint32_t kt_h, uint32_t* turns,
+                                              uint32_t ticket, uint32_t lane) {
     uint32_t ht[KT_H][4];
 #pragma unroll
     for (int j = 0; j < KT_H; ++j) {
@@ -74,6 +132,7 @@ __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&
     for (int mo = 0; mo < KT_D; ++mo) {
         const uint32_t a[4] = {transpose8x8(d[mo][0]), transpose8x8(d[mo][2]), transpose8x8(d[mo][1]),
                                transpose8x8(d[mo][3])};
+        if constexpr (SHARED) turn_wait(turns + mo, ticket);
 #pragma unroll
         for (int j = 0; j < KT_H; ++j) {
             if ((uint32_t)j >= kt_h) break;
@@ -86,15 +145,62 @@ __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&
                 *cell = make_float4(c[0], c[1], c[2], c[3]);
             }
         }
+        if constexpr (SHARED) turn_pass(turns + mo, ticket, lane);
     }
 }
 
-template <int W, int KT_IN>
-__global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kernel(const KernelArgs p) {
+// Shared mode: the next slab's raw fp32 input goes to a per-warp staging area
+// in shared memory with cp.async, so no registers hold it through the slab
+// (W = 64: 16 registers at kt_in = 2). Same elements and order as
+// load_slab_input: float2 (kt, i) of a lane at stage_lane[(kt * 4 + i) * 32];
+// rows past the batch and columns past n_in are zero-filled (src-size 0).
+// Each lane later reads only what it copied itself, after cp.async.wait_all.
+__device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, uint32_t cp_bytes, uint32_t src_bytes) {
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    if (cp_bytes == 8u)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
+}
+template <int KT>
+__device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const float* __restrict__ in, uint32_t n_in,
+                                                      uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
+    const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const uint32_t r = row0 + g + 8u * h;
+        const bool row_ok = r < batch;
+        const float* src = in + (size_t)(row_ok ? r : 0u) * n_in;
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const uint32_t c = kt * 16u + 2u * t + 8u * q;
+                float2* dst = stage_lane + (kt * 4 + h + 2 * q) * 32;
+                if (vec2) {
+                    // n_in even: c < n_in implies c + 1 < n_in.
+                    const bool ok = row_ok && c < n_in;
+                    cp_async_zfill(dst, ok ? src + c : in, 8u, ok ? 8u : 0u);
+                } else {
+                    const bool ok0 = row_ok && c < n_in, ok1 = row_ok && c + 1 < n_in;
+                    cp_async_zfill(dst, ok0 ? src + c : in, 4u, ok0 ? 4u : 0u);
+                    cp_async_zfill(reinterpret_cast<float*>(dst) + 1, ok1 ? src + c + 1 : in, 4u, ok1 ? 4u : 0u);
+                }
+            }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// The kernel body; SHARED selects the shared mode (WarpDwMode). The three
+// __global__ kernels below differ only in their launch bounds.
+template <int W, int KT_IN, bool SHARED>
+__device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     constexpr int NT = W / 8;   // n8 tiles of a hidden layer
     constexpr int KT = W / 16;  // k16 tiles of a hidden layer
     constexpr uint32_t kSlabRows = 16u;
-    constexpr uint32_t kWarps = kWarpKernelWarps;
+    constexpr bool kShared = SHARED;
+    // Warps per block: kWarpKernelThreads / 32 in the per-warp mode.
+    const uint32_t kWarps = kShared ? blockDim.x >> 5 : (uint32_t)kWarpKernelWarps;
     const MlpShape& sh = p.shape;
     const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const uint32_t g = lane >> 2, t = lane & 3u;
@@ -102,6 +208,9 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
     const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
     const uint32_t total_warps = gridDim.x * kWarps;
     uint32_t slab = blockIdx.x * kWarps + warp;
+    // Shared mode: this warp's place in the order of additions (round k of
+    // the loop below: k * kWarps + warp).
+    uint32_t ticket = warp;
 
     const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
     const uint32_t kt_in = sh.n_in_pad / 16u, kt_out = sh.n_out_pad / 16u;
@@ -111,17 +220,31 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
     const bool vec2_loss = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(loss_src) % 8u == 0;
     const Activation hidden_act = sh.hidden_act, out_act = sh.output_act;
 
+    // The next slab's input: in registers (per-warp mode) or in the warp's
+    // staging area (shared mode, s_stage below; issued once it is known).
     SlabInput<1, KT_IN> next;
-    if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
+    if constexpr (!kShared)
+        if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
 
-    // Shared memory: w_fwd | w_bwd | dW of warps 0..3 | activation slots of warps 0..3.
+    // Shared memory (warp_train_smem_bytes): w_fwd | w_bwd | dW sums (one per
+    // warp, or the block's one) | turn counters (shared mode) | activation
+    // slots of warps 0..kWarps-1 | input staging of warps 0..kWarps-1 (shared
+    // mode).
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const size_t P = n_params_padded(sh);
+    const uint32_t dw_copies = kShared ? 1u : kWarps;
+    const uint32_t n_turns = kShared ? (uint32_t)warp_train_turns(sh) : 0u;
     uint2* s_fwd = reinterpret_cast<uint2*>(smem_raw);
     uint2* s_bwd = s_fwd + P / 4;
     float* s_dw = reinterpret_cast<float*>(s_bwd + P / 4);
+    uint32_t* s_turns = reinterpret_cast<uint32_t*>(s_dw + dw_copies * P);
     const uint32_t act_slots = (uint32_t)warp_train_act_slots(sh, KT_IN);
-    uint4* s_act = reinterpret_cast<uint4*>(s_dw + kWarps * P) + (size_t)warp * act_slots * 32u + lane;
+    uint4* s_act_all = reinterpret_cast<uint4*>(s_turns + (n_turns + 3u) / 4u * 4u);
+    uint4* s_act = s_act_all + (size_t)warp * act_slots * 32u + lane;
+    float2* s_stage = reinterpret_cast<float2*>(s_act_all + (size_t)kWarps * act_slots * 32u) +
+                      (size_t)warp * (KT_IN * 4u * 32u) + lane;
+    if constexpr (kShared)
+        if (slab < n_slabs) async_load_slab_input<KT_IN>(s_stage, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
     {
         const uint32_t n16 = (uint32_t)(P * 2u / 16u);
         const uint4* src_f = reinterpret_cast<const uint4*>(p.w_fwd);
@@ -132,11 +255,13 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
             dst[n16 + i] = __ldg(src_b + i);
         }
         float4* dw4 = reinterpret_cast<float4*>(s_dw);
-        for (uint32_t i = threadIdx.x; i < (uint32_t)(kWarps * P / 4); i += blockDim.x)
+        for (uint32_t i = threadIdx.x; i < (uint32_t)(dw_copies * P / 4); i += blockDim.x)
             dw4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (kShared)
+            for (uint32_t i = threadIdx.x; i < n_turns; i += blockDim.x) s_turns[i] = 0u;
         __syncthreads();
     }
-    float4* dw_warp = reinterpret_cast<float4*>(s_dw + warp * P) + lane;  // this lane's float4 of tile 0
+    float4* dw_warp = reinterpret_cast<float4*>(s_dw + (kShared ? 0u : warp) * P) + lane;  // this lane's float4 of tile 0
     const uint2* wf = s_fwd + lane;
     const uint2* wb = s_bwd + lane;
     // Activation slot: input tiles 0..KT_IN-1, then z_l tile j at KT_IN + l * KT + j.
@@ -177,20 +302,43 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
         return 0.f;
     };
 
-    for (; slab < n_slabs; slab += total_warps) {
+    for (; slab < n_slabs; slab += total_warps, ticket += kWarps) {
         const uint32_t row0 = slab * kSlabRows;
         // ---- forward ----
         uint32_t h[1][KT][4];
         {
             uint32_t a_in[1][KT_IN][4];
+            if constexpr (kShared) asm volatile("cp.async.wait_all;\n" ::: "memory");
 #pragma unroll
             for (int kt = 0; kt < KT_IN; ++kt) {
 #pragma unroll
-                for (int i = 0; i < 4; ++i) a_in[0][kt][i] = pack_half2(next.x[0][kt][i].x, next.x[0][kt][i].y);
+                for (int i = 0; i < 4; ++i) {
+                    const float2 x = kShared ? s_stage[(kt * 4 + i) * 32] : next.x[0][kt][i];
+                    a_in[0][kt][i] = pack_half2(x.x, x.y);
+                }
                 s_act[(size_t)kt * 32u] = make_uint4(a_in[0][kt][0], a_in[0][kt][1], a_in[0][kt][2], a_in[0][kt][3]);
             }
-            if (slab + total_warps < n_slabs)
-                load_slab_input(next, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows, vec2_in, lane);
+            if (slab + total_warps < n_slabs) {
+                // (The staging area is overwritten only after its values were
+                // used above.)
+                if constexpr (kShared)
+                    async_load_slab_input<KT_IN>(s_stage, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows,
+                                                 vec2_in, lane);
+                else
+                    load_slab_input(next, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows, vec2_in, lane);
+                // Shared mode: the next slab's dL/dout or target rows (read at
+                // its output layer) into L2, one 128-byte line per lane, the
+                // first 4 KB (all of it for n_out <= 64). (Not in the
+                // per-warp mode: any prefetch code there took the W = 16
+                // kernel from 96 to 126 registers, 5 -> 4 blocks per SM.)
+                if (kShared && p.l2_prefetch && loss_src != nullptr) {
+                    const uint32_t r0 = (slab + total_warps) * kSlabRows;
+                    const uint32_t bytes = min(kSlabRows, p.batch - r0) * n_out * 4u;
+                    if (lane * 128u < bytes)
+                        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(
+                            reinterpret_cast<const char*>(loss_src + (size_t)r0 * n_out) + lane * 128u));
+                }
+            }
             float acc[1][NT][4];
             warp_layer<1, KT_IN, NT, true>(acc, a_in, wf, kt_in, kt_in);
 #pragma unroll 1
@@ -258,7 +406,8 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
                         d[0][2 * n + hh] = pack_half2(d0, d1);
                     }
                 }
-                accumulate_dw<1, KT>(dw_out + (size_t)chunk * NT * 32u, d, h[0], KT);
+                accumulate_dw<1, KT, kShared>(dw_out + (size_t)chunk * NT * 32u, d, h[0], KT,
+                                              s_turns + (size_t)D * KT + chunk, ticket, lane);
 #pragma unroll
                 for (int n = 0; n < NT; ++n)
                     warp_mma_16816(gacc[0][n], d[0], b_back[((size_t)n * kt_out + chunk) * 32u]);
@@ -295,7 +444,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
                     for (int i = 0; i < 4; ++i) hp[j][i] = z_cur[j][i];
                     activate_fragments(hidden_act, hp[j]);
                 }
-                accumulate_dw<KT, KT>(dw_l, dl[0], hp, KT);
+                accumulate_dw<KT, KT, kShared>(dw_l, dl[0], hp, KT, s_turns + (size_t)l * KT, ticket, lane);
                 warp_layer<1, KT, NT, true>(gacc, dl, wb + frag_offset(sh, l), KT, KT);
             } else {
                 uint32_t x[KT_IN][4];
@@ -304,7 +453,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
                     const uint4 v = s_act[(size_t)kt * 32u];
                     x[kt][0] = v.x, x[kt][1] = v.y, x[kt][2] = v.z, x[kt][3] = v.w;
                 }
-                accumulate_dw<KT, KT_IN>(dw_l, dl[0], x, kt_in);
+                accumulate_dw<KT, KT_IN, kShared>(dw_l, dl[0], x, kt_in, s_turns, ticket, lane);
                 if (p.din != nullptr) {
 #pragma unroll 1
                     for (uint32_t chunk = 0; chunk < kt_in; ++chunk) {
@@ -328,7 +477,8 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
         }
     }
 
-    // ---- the block's partial: warps' sums in warp order, padded layout ----
+    // ---- the block's partial: warps' sums in warp order (or the block's
+    // one sum), padded layout ----
     __syncthreads();
     float* partial = p.partial + (size_t)blockIdx.x * p.partial_stride;
     for (uint32_t f = threadIdx.x; f < (uint32_t)P; f += blockDim.x) {
@@ -340,10 +490,30 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kerne
         const uint32_t o = (tile / n8) * 16u + ln / 4u + 8u * (i / 2u);
         const uint32_t in = (tile % n8) * 8u + 2u * (ln % 4u) + (i % 2u);
         float sum = 0.f;
-#pragma unroll
-        for (uint32_t w = 0; w < kWarps; ++w) sum += s_dw[w * P + f];
+        for (uint32_t w = 0; w < dw_copies; ++w) sum += s_dw[w * P + f];
         partial[padded_offset(sh, l) + (size_t)o * fi + in] = sum;
     }
+}
+
+// Per-warp mode: blocks of kWarpKernelThreads. (A minimum of 1 block per SM
+// in the launch bounds made ptxas use 234 instead of 144 registers at W = 64:
+// only the 128-register kernel names one.)
+template <int W, int KT_IN>
+__global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kernel(const KernelArgs p) {
+    warp_train_body<W, KT_IN, false>(p);
+}
+// Shared mode, up to kMaxWarpTrainWarps warps (at most 65536 / 384 = 170 registers).
+template <int W, int KT_IN>
+__global__ void __launch_bounds__(kMaxWarpTrainWarps * 32) fused_mlp_warp_train_shared_kernel(const KernelArgs p) {
+    warp_train_body<W, KT_IN, true>(p);
+}
+// Shared mode, up to kMaxWarpTrain128Warps warps and 2 blocks per SM: 128
+// registers, 16 warps per SM (W = 64: no spills at kt_in 1 and 2, 8 bytes at
+// 4; with the input in registers instead of the staging area it spilled
+// 288 bytes at kt_in = 2).
+template <int W, int KT_IN>
+__global__ void __launch_bounds__(kMaxWarpTrain128Warps * 32, 2) fused_mlp_warp_train_shared128_kernel(const KernelArgs p) {
+    warp_train_body<W, KT_IN, true>(p);
 }
 
 } // namespace fusedngp::gpu::detail

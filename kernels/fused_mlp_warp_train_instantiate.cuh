@@ -8,36 +8,64 @@
 namespace fusedngp::gpu {
 
 namespace detail {
-template <int W>
-const void* warp_train_kernel(const WarpKernelVariant& v) {
-    switch (v.kt_in) {
-    case 1: return (const void*)fused_mlp_warp_train_kernel<W, 1>;
-    case 2: return (const void*)fused_mlp_warp_train_kernel<W, 2>;
-    default: return (const void*)fused_mlp_warp_train_kernel<W, 4>;
+template <int W, int MODE>
+const void* warp_train_kernel_of_mode(int kt_in) {
+    const int k = kt_in <= 1 ? 0 : (kt_in == 2 ? 1 : 2);
+    if constexpr (MODE == 0) {
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_kernel<W, 1>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 2>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 4>};
+        return kernels[k];
+    } else if constexpr (MODE == 1) {
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared_kernel<W, 1>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 2>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 4>};
+        return kernels[k];
+    } else {
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared128_kernel<W, 1>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 2>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 4>};
+        return kernels[k];
     }
+}
+// The kernel of a variant, or null when the library has none
+// (warp_train_variant_compiled).
+template <int W>
+const void* warp_train_kernel(const WarpTrainVariant& v) {
+    if (!warp_train_variant_compiled(W, v)) return nullptr;
+    switch (v.dw_mode) {
+    case WarpDwMode::PerWarp: return warp_train_kernel_of_mode<W, 0>(v.kt_in);
+    case WarpDwMode::Shared: return warp_train_kernel_of_mode<W, 1>(v.kt_in);
+    case WarpDwMode::Shared128:
+        if constexpr (W == 64) return warp_train_kernel_of_mode<W, 2>(v.kt_in);
+        return nullptr;
+    }
+    return nullptr;
 }
 } // namespace detail
 
 template <int W>
-cudaError_t prepare_warp_train(const WarpKernelVariant& v, size_t max_dynamic_smem, int carveout_percent,
+cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                size_t smem_bytes, KernelInfo* info) {
     const void* kernel = detail::warp_train_kernel<W>(v);
-    return prepare_kernel(kernel, kWarpKernelThreads, max_dynamic_smem, carveout_percent, smem_bytes, info);
+    if (kernel == nullptr) return cudaErrorInvalidValue;
+    return prepare_kernel(kernel, v.warps * 32, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
 
 template <int W>
-cudaError_t launch_warp_train(const KernelArgs& args, const WarpKernelVariant& v, uint32_t grid, size_t smem_bytes,
+cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream) {
     const void* kernel = detail::warp_train_kernel<W>(v);
+    if (kernel == nullptr) return cudaErrorInvalidValue;
     void* params[] = {const_cast<KernelArgs*>(&args)};
-    return cudaLaunchKernel(kernel, dim3(grid), dim3(kWarpKernelThreads), params, smem_bytes, stream);
+    return cudaLaunchKernel(kernel, dim3(grid), dim3((unsigned)v.warps * 32u), params, smem_bytes, stream);
 }
 
 } // namespace fusedngp::gpu
 
 #define FUSEDNGP_INSTANTIATE_WARP_TRAIN_WIDTH(W)                                                                   \
     namespace fusedngp::gpu {                                                                                      \
-    template cudaError_t prepare_warp_train<W>(const WarpKernelVariant&, size_t, int, size_t, KernelInfo*);         \
-    template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpKernelVariant&, uint32_t, size_t,       \
+    template cudaError_t prepare_warp_train<W>(const WarpTrainVariant&, size_t, int, size_t, KernelInfo*);          \
+    template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,        \
                                               cudaStream_t);                                                       \
     }

@@ -68,13 +68,29 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
 
     if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
-    if (tuning_.tile_training || !plan_warp_training(training_plan_)) training_plan_ = plan_pass(true);
+    // Training: both kernels' plans, each call picks one by its batch
+    // (choose_warp_training). A network the tile kernel cannot hold (its
+    // 16-row tile exceeds shared memory) but the warp kernel can runs the
+    // warp kernel for every batch.
+    has_warp_training_ = !tuning_.tile_training && plan_warp_training(warp_training_plan_);
+    try {
+        tile_training_plan_ = plan_pass(true);
+        has_tile_training_ = true;
+    } catch (const std::invalid_argument&) {
+        if (!has_warp_training_) throw;
+    }
+    if (has_warp_training_)
+        warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, tuning_) : 0;
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
     w_fwd_ = DeviceMemory(padded / 4 * sizeof(uint2));
     w_bwd_ = DeviceMemory(padded / 4 * sizeof(uint2));
-    partial_ = DeviceMemory((size_t)training_plan_.max_blocks * padded * sizeof(float));
+    // One partial per block of whichever training kernel runs more blocks.
+    uint32_t partials = 0;
+    if (has_tile_training_) partials = std::max(partials, tile_training_plan_.max_blocks);
+    if (has_warp_training_) partials = std::max(partials, warp_training_plan_.max_blocks);
+    partial_ = DeviceMemory((size_t)partials * padded * sizeof(float));
 }
 
 size_t FusedMlp::n_params() const { return fusedngp::gpu::n_params(shape_); }
@@ -205,6 +221,7 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
             if (in_smem && weight_bytes > max_smem_per_block_) continue;
             PassPlan p;
             p.warp = true;
+            p.block_warps = kWarpKernelThreads / 32;
             p.warp_variant = {mt, kt_in, in_smem};
             p.rows_per_tile = 16u * mt;
             p.row_tiles_per_warp = mt;
@@ -229,35 +246,117 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
 }
 
 // The warp training kernel (kernels/fused_mlp_warp_train_device.cuh) for
-// W = 16 and 32 and n_in <= 64: 16-row slabs, weights in shared memory, and
-// per warp an fp32 weight-gradient sum and fp16 activation slots in shared
-// memory (warp_train_smem_bytes). That memory grows with depth (W32 D2:
-// 62 KB per block of 4 warps, W16 D16: 126 KB), so deep networks keep fewer
-// warps per SM: below kMinWarpTrainBlocks blocks per SM the block-tile
-// kernel (8 warps per block, activations in shared memory) runs instead,
-// unless FusedMlpTuning::force_warp_training.
+// W = 16, 32, 64 and n_in <= 64: 16-row slabs, weights in shared memory, and
+// fp16 activation slots per warp in shared memory. The fp32 weight-gradient
+// sums are either one per warp (4P bytes each: W32 D2 62 KB per block of 4
+// warps, W64 D2 164 KB) or one per block, added to in a fixed warp order
+// (WarpDwMode::Shared; 4P bytes per block), which keeps W = 64 and deeper
+// networks resident. Candidates: per-warp sums (4 warps per block), shared
+// sums with 2 to 12 warps per block, and at W = 64 shared sums at 128
+// registers with 4 or 8 warps (2 blocks per SM). Choice, from the H200 A/B
+// (docs/FUSED_MLP_DESIGN.md, "Warp training kernel at W = 64"):
+//  - per-warp sums wherever they keep kPerWarpMinWarps warps per SM: no
+//    turns, no input staging (W16 D2 at 2^20 rows: 8.50 G/s with 20 warps,
+//    8.15-8.52 for the shared variants with 12-24; W32 D1: 7.64 vs 7.58);
+//  - else the shared variant keeping the most warps per SM, ties to larger
+//    blocks (W32 D2: 2 x 8 warps 5.63 G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8
+//    at 128 registers 5.31, 4 x 4 5.19), then to the kernel without the
+//    128-register cap (earlier in the list).
+// (choose_warp_train_variant). Below kMinWarpTrainWarps resident warps the
+// block-tile kernel runs instead (W64 D4 with 8 warps was still 6 % faster
+// than it; D5/D6 fit only 4/2), unless FusedMlpTuning::force_warp_training.
 bool FusedMlp::plan_warp_training(PassPlan& plan) const {
-    constexpr int kMinWarpTrainBlocks = 2;
+    constexpr int kMinWarpTrainWarps = 8;
     const int kt_in = warp_input_tiles();
-    if ((shape_.width != 16 && shape_.width != 32) || kt_in == 0) return false;
-    PassPlan p;
-    p.warp = true;
-    p.warp_variant = {1, kt_in, true};
-    p.rows_per_tile = 16;
-    p.row_tiles_per_warp = 1;
-    p.smem_bytes = warp_train_smem_bytes(shape_, (uint32_t)kt_in);
-    if (p.smem_bytes > max_smem_per_block_) return false;
-    with_width(shape_.width, [&](auto w) {
-        if constexpr (decltype(w)::value == 16 || decltype(w)::value == 32)
-            FUSEDNGP_CUDA_CHECK((prepare_warp_train<decltype(w)::value>(p.warp_variant, device_smem_per_block_,
-                                                                        carveout_percent(), p.smem_bytes, &p.kernel)));
-        return 0;
-    });
-    finish_plan(p);
-    const int min_blocks = tuning_.force_warp_training ? 1 : kMinWarpTrainBlocks;
-    if (p.kernel.blocks_per_sm < min_blocks) return false;
-    plan = p;
+    const uint32_t width = shape_.width;
+    if ((width != 16 && width != 32 && width != 64) || kt_in == 0) return false;
+    const WarpTrainVariant variants[] = {
+        {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32},
+        {kt_in, WarpDwMode::Shared, 12},
+        {kt_in, WarpDwMode::Shared, 8},
+        {kt_in, WarpDwMode::Shared, 6},
+        {kt_in, WarpDwMode::Shared, 4},
+        {kt_in, WarpDwMode::Shared, 2},  // deep networks (forced only: too few warps)
+        {kt_in, WarpDwMode::Shared128, 8},
+        {kt_in, WarpDwMode::Shared128, 4},
+    };
+    std::vector<WarpTrainCandidate> candidates;
+    std::vector<PassPlan> plans;
+    for (const WarpTrainVariant& v : variants) {
+        if (tuning_.warp_train_dw_mode >= 0 && (int)v.dw_mode != tuning_.warp_train_dw_mode) continue;
+        if (tuning_.warp_train_warps > 0 && v.dw_mode != WarpDwMode::PerWarp && v.warps != tuning_.warp_train_warps)
+            continue;
+        if (!warp_train_variant_compiled(width, v)) continue;
+        PassPlan p;
+        p.warp = true;
+        p.warp_train = v;
+        p.block_warps = v.warps;
+        p.rows_per_tile = 16;
+        p.row_tiles_per_warp = 1;
+        p.smem_bytes = warp_train_smem_bytes(shape_, v);
+        if (p.smem_bytes > max_smem_per_block_) continue;
+        with_width(width, [&](auto w) {
+            constexpr int kW = decltype(w)::value;
+            if constexpr (kW == 16 || kW == 32 || kW == 64)
+                FUSEDNGP_CUDA_CHECK((prepare_warp_train<kW>(v, device_smem_per_block_, carveout_percent(), p.smem_bytes,
+                                                            &p.kernel)));
+            return 0;
+        });
+        finish_plan(p);
+        candidates.push_back({v, std::max(0, p.kernel.blocks_per_sm) * v.warps});
+        plans.push_back(p);
+    }
+    const int chosen = choose_warp_train_variant(candidates, tuning_.force_warp_training ? 1 : kMinWarpTrainWarps);
+    if (chosen < 0) return false;
+    plan = plans[(size_t)chosen];
     return true;
+}
+
+int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates, int min_warps) {
+    constexpr int kPerWarpMinWarps = 16;
+    int per_warp = -1, shared = -1;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const WarpTrainCandidate& c = candidates[i];
+        if (c.resident_warps < 1) continue;
+        if (c.variant.dw_mode == WarpDwMode::PerWarp) {
+            if (per_warp < 0) per_warp = (int)i;
+        } else if (shared < 0 || c.resident_warps > candidates[(size_t)shared].resident_warps) {
+            shared = (int)i;
+        }
+    }
+    int chosen = shared;
+    if (per_warp >= 0) {
+        const int pw = candidates[(size_t)per_warp].resident_warps;
+        if (pw >= kPerWarpMinWarps || shared < 0 || pw > candidates[(size_t)shared].resident_warps) chosen = per_warp;
+    }
+    if (chosen < 0 || candidates[(size_t)chosen].resident_warps < min_warps) return -1;
+    return chosen;
+}
+
+// Crossover batches of the warp and block-tile training kernels, measured on
+// the H200 (docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice"): the
+// warp kernel has fixed per-call costs (staging both weight copies per block,
+// zeroing and writing the per-block sums, more partials to reduce) worth
+// ~10-13 us, which its lower per-row cost repays from ~2^17 rows at W = 16
+// and 32 (-6 to +15 % against the tile kernel at 2^17, 14-32 % faster at
+// 2^18) and from ~1.5 x 2^17 at W = 64 (3-8 % slower at 2^17, -1 to +10 %
+// at 2^18).
+uint32_t warp_training_min_batch_for(uint32_t width, const FusedMlpTuning& tuning) {
+    if (tuning.force_warp_training) return 0;
+    if (tuning.warp_training_min_batch != 0) return tuning.warp_training_min_batch;
+    return width >= 64 ? 1u << 18 : 1u << 17;
+}
+
+bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint32_t min_batch, uint32_t batch) {
+    if (!has_warp_plan || tuning.tile_training) return false;
+    if (tuning.force_warp_training) return true;
+    return batch >= min_batch;
+}
+
+const FusedMlp::PassPlan& FusedMlp::training_plan_for(uint32_t batch) const {
+    if (!has_tile_training_) return warp_training_plan_;
+    return choose_warp_training(has_warp_training_, tuning_, warp_min_batch_, batch) ? warp_training_plan_
+                                                                                     : tile_training_plan_;
 }
 
 void FusedMlp::set_params(const float* host_params) {
@@ -310,7 +409,7 @@ void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaSt
     if (inference_plan_.warp) {
         // Persistent grid: at most the resident blocks, each warp one slab
         // per step (n_tiles counts slabs here).
-        const uint32_t warps_per_block = kWarpKernelThreads / 32;
+        const uint32_t warps_per_block = (uint32_t)inference_plan_.warps_per_block();
         const uint32_t grid = std::min(ceil_div(args.n_tiles, warps_per_block), inference_plan_.max_blocks);
         with_width(shape_.width, [&](auto w) {
             if constexpr (decltype(w)::value <= 64)
@@ -332,7 +431,8 @@ void FusedMlp::forward(const float* d_in, float* d_out, uint32_t batch, cudaStre
     inference(d_in, d_out, batch, stream);
 }
 
-void FusedMlp::run_training_kernel(KernelArgs args, float* d_dweights, cudaStream_t stream, bool accumulate) {
+void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float* d_dweights, cudaStream_t stream,
+                                   bool accumulate) {
     if (args.batch == 0) {
         if (d_dweights != nullptr && !accumulate)
             FUSEDNGP_CUDA_CHECK(cudaMemsetAsync(d_dweights, 0, n_params() * sizeof(float), stream));
@@ -342,21 +442,21 @@ void FusedMlp::run_training_kernel(KernelArgs args, float* d_dweights, cudaStrea
     args.partial = partial_.as<float>();
     args.partial_stride = stride;
     uint32_t grid = 0;
-    if (training_plan_.warp) {
+    if (plan.warp) {
         // Persistent grid of warps, one 16-row slab per warp and step
         // (n_tiles counts slabs); every launched block writes its partial.
-        grid = std::min(ceil_div(args.n_tiles, kWarpKernelThreads / 32), training_plan_.max_blocks);
+        grid = std::min(ceil_div(args.n_tiles, (uint32_t)plan.warps_per_block()), plan.max_blocks);
         with_width(shape_.width, [&](auto w) {
-            if constexpr (decltype(w)::value == 16 || decltype(w)::value == 32)
-                FUSEDNGP_CUDA_CHECK(launch_warp_train<decltype(w)::value>(args, training_plan_.warp_variant, grid,
-                                                                          training_plan_.smem_bytes, stream));
+            constexpr int kW = decltype(w)::value;
+            if constexpr (kW == 16 || kW == 32 || kW == 64)
+                FUSEDNGP_CUDA_CHECK(launch_warp_train<kW>(args, plan.warp_train, grid, plan.smem_bytes, stream));
             return 0;
         });
     } else {
-        grid = std::min(args.n_tiles, training_plan_.max_blocks);
+        grid = std::min(args.n_tiles, plan.max_blocks);
         with_width(shape_.width, [&](auto w) {
-            FUSEDNGP_CUDA_CHECK(launch_fused_train<decltype(w)::value>(args, training_plan_.row_tiles_per_warp, grid,
-                                                                       training_plan_.smem_bytes, stream));
+            FUSEDNGP_CUDA_CHECK(launch_fused_train<decltype(w)::value>(args, plan.row_tiles_per_warp, grid,
+                                                                       plan.smem_bytes, stream));
             return 0;
         });
     }
@@ -367,33 +467,36 @@ void FusedMlp::run_training_kernel(KernelArgs args, float* d_dweights, cudaStrea
 
 void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
                         cudaStream_t stream, bool accumulate) {
-    KernelArgs args = base_args(d_in, batch, training_plan_);
+    const PassPlan& plan = training_plan_for(batch);
+    KernelArgs args = base_args(d_in, batch, plan);
     args.loss = LossKind::FromGradient;
     args.dout = d_dout;
     args.din = d_din;
-    run_training_kernel(args, d_dweights, stream, accumulate);
+    run_training_kernel(args, plan, d_dweights, stream, accumulate);
 }
 
 void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
                           float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate) {
     if (loss == LossKind::FromGradient) throw std::invalid_argument("FusedMlp::train_step: loss must be L1 or L2");
-    KernelArgs args = base_args(d_in, batch, training_plan_);
+    const PassPlan& plan = training_plan_for(batch);
+    KernelArgs args = base_args(d_in, batch, plan);
     args.loss = loss;
     args.target = d_target;
     args.out = d_out;
     args.din = d_din;
     args.loss_norm = batch > 0 ? 1.f / ((float)batch * (float)shape_.n_out) : 0.f;
-    run_training_kernel(args, d_dweights, stream, accumulate);
+    run_training_kernel(args, plan, d_dweights, stream, accumulate);
 }
 
 std::string FusedMlp::describe() const {
     std::ostringstream os;
-    auto pass = [&](const char* name, const PassPlan& p) {
-        if (p.warp && &p == &training_plan_) {
-            os << name << ": warp training kernel (activations in registers, dW per warp in smem), "
-               << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0 << " KiB smem, "
-               << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, " << p.kernel.blocks_per_sm
-               << " blocks/SM of " << kWarpKernelThreads << " threads";
+    auto pass = [&](const char* name, const PassPlan& p, bool training) {
+        if (p.warp && training) {
+            static const char* const kModes[] = {"dW per warp", "dW per block", "dW per block, 128 regs"};
+            os << name << ": warp training kernel (activations in registers, " << kModes[(int)p.warp_train.dw_mode]
+               << " in smem), " << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0
+               << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, "
+               << p.kernel.blocks_per_sm << " blocks/SM of " << p.warp_train.warps * 32 << " threads";
             return;
         }
         if (p.warp) {
@@ -409,9 +512,20 @@ std::string FusedMlp::describe() const {
     };
     os << "FusedMlp " << shape_.n_in << " -> " << shape_.n_hidden << " x " << shape_.width << " -> " << shape_.n_out
        << " (activations " << (int)shape_.hidden_act << "/" << (int)shape_.output_act << "); ";
-    pass("inference", inference_plan_);
-    os << "; ";
-    pass("training", training_plan_);
+    pass("inference", inference_plan_, false);
+    if (has_tile_training_ && has_warp_training_) {
+        if (warp_min_batch_ > 0) {
+            os << "; training below " << warp_min_batch_ << " rows";
+            pass("", tile_training_plan_, true);
+            os << "; training from " << warp_min_batch_ << " rows";
+        } else {
+            os << "; training";
+        }
+        pass("", warp_training_plan_, true);
+    } else {
+        os << "; ";
+        pass("training", training_plan(), true);
+    }
     return os.str();
 }
 

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fusedngp::gpu {
 
@@ -76,17 +77,51 @@ struct FusedMlpTuning {
     // Warp kernel: weights staged in shared memory once per block (1), read
     // through L1 (0), or chosen automatically (-1).
     int warp_weights_in_smem = -1;
-    // Training (backward, train_step) at W = 16/32 (n_in <= 64) runs the
+    // Training (backward, train_step) at W = 16/32/64 (n_in <= 64) has a
     // register-resident warp training kernel
-    // (kernels/fused_mlp_warp_train_device.cuh) when it keeps at least
-    // 2 blocks (8 warps) per SM; true forces the block-tile kernel (A/B
-    // tests and benchmarks).
+    // (kernels/fused_mlp_warp_train_device.cuh) when it keeps at least 8
+    // warps per SM; a call runs it from warp_training_min_batch rows on
+    // (faster there) and the block-tile kernel below (fewer fixed costs).
+    // true: the block-tile kernel for every batch (A/B tests and benchmarks).
     bool tile_training = false;
-    // Use the warp training kernel whenever it fits at all (1 block per SM),
-    // e.g. deep networks whose per-warp weight-gradient sums leave room for
-    // fewer than 2 blocks (tests).
+    // The warp training kernel for every batch, and whenever it fits at all
+    // (1 block per SM), e.g. deep networks whose weight-gradient sums leave
+    // room for fewer warps (A/B tests and benchmarks).
     bool force_warp_training = false;
+    // Smallest batch that runs the warp training kernel; 0 = the measured
+    // crossover (warp_training_crossover).
+    uint32_t warp_training_min_batch = 0;
+    // Warp training kernel variant: weight-gradient sums per warp (0), one
+    // per block (1), one per block at 128 registers (2, W = 64 only), or
+    // chosen automatically (-1); and the warps per block of the shared modes
+    // (0 = automatic).
+    int warp_train_dw_mode = -1;
+    int warp_train_warps = 0;
 };
+
+// Which training kernel a call runs: host logic only (no device), so it is
+// unit-tested on the CPU. The warp kernel (when the object has a plan for it)
+// from min_batch rows on, the block-tile kernel below; force_warp_training
+// takes the warp kernel for every batch, tile_training the tile kernel.
+bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint32_t min_batch, uint32_t batch);
+// Smallest batch at which the warp training kernel beats the block-tile one
+// (tuning.warp_training_min_batch when set, else the crossover measured on
+// the H200 for this width, 2^17 or 2^18 rows; 0 with force_warp_training).
+// See docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice".
+uint32_t warp_training_min_batch_for(uint32_t width, const FusedMlpTuning& tuning);
+
+// One evaluated variant of the warp training kernel: its warps resident per
+// SM (occupancy API), 0 when it does not fit.
+struct WarpTrainCandidate {
+    WarpTrainVariant variant;
+    int resident_warps = 0;
+};
+// The variant FusedMlp plans (index into `candidates`, or -1 for none, then
+// the block-tile kernel runs): per-warp sums where they keep at least 16
+// warps per SM, else the per-block-sum variant with the most resident warps
+// (ties to the earlier candidate: list larger blocks first), and only with at
+// least min_warps resident. Host logic, tested on the CPU.
+int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates, int min_warps);
 
 class FusedMlp final : public GpuMlp {
 public:
@@ -102,9 +137,12 @@ public:
         // warp's slab, 16 * row_tiles_per_warp.
         bool warp = false;
         WarpKernelVariant warp_variant;
+        // The warp training kernel's variant (training plans only).
+        WarpTrainVariant warp_train;
         // Warps per block; a block (tile kernels) or a warp (warp kernels)
         // takes one rows_per_tile unit of the batch at a time.
-        int warps_per_block() const { return warp ? (int)(kWarpKernelThreads / 32) : kBlockWarps; }
+        int block_warps = kBlockWarps;
+        int warps_per_block() const { return block_warps; }
     };
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
@@ -141,7 +179,13 @@ public:
                     float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false);
 
     const PassPlan& inference_plan() const { return inference_plan_; }
-    const PassPlan& training_plan() const { return training_plan_; }
+    // The training plan of large batches: the warp training kernel's when
+    // there is one, else the block-tile kernel's.
+    const PassPlan& training_plan() const { return has_warp_training_ ? warp_training_plan_ : tile_training_plan_; }
+    // The training plan a call with this batch runs (choose_warp_training).
+    const PassPlan& training_plan_for(uint32_t batch) const;
+    // Smallest batch that runs the warp training kernel (UINT32_MAX: never).
+    uint32_t warp_training_min_batch() const { return warp_min_batch_; }
     // Rows per tile a call with this batch uses (the plan's, or fewer, see
     // FusedMlpTuning::fill_gpu).
     uint32_t rows_per_tile_for(uint32_t batch, const PassPlan& plan) const;
@@ -157,7 +201,8 @@ private:
     void finish_plan(PassPlan& plan) const;
     int warp_input_tiles() const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
-    void run_training_kernel(KernelArgs args, float* d_dweights, cudaStream_t stream, bool accumulate);
+    void run_training_kernel(KernelArgs args, const PassPlan& plan, float* d_dweights, cudaStream_t stream,
+                             bool accumulate);
 
     FusedMlpConfig config_;
     FusedMlpTuning tuning_;
@@ -168,7 +213,9 @@ private:
     size_t smem_per_sm_ = 0;
     size_t reserved_smem_per_block_ = 0;
     float loss_scale_ = 128.f;
-    PassPlan inference_plan_, training_plan_;
+    PassPlan inference_plan_, tile_training_plan_, warp_training_plan_;
+    bool has_tile_training_ = false, has_warp_training_ = false;
+    uint32_t warp_min_batch_ = UINT32_MAX;
     DeviceMemory master_;    // fp32 weights, caller layout
     DeviceMemory w_fwd_;     // fp16 fragments of W^T
     DeviceMemory w_bwd_;     // fp16 fragments of W

@@ -30,8 +30,8 @@ MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& p
     r.smem_per_block = plan.smem_bytes + plan.kernel.static_smem_bytes;
     r.blocks_per_sm = plan.kernel.blocks_per_sm;
     // The block-tile kernels run 8 warps per block and hand a row tile to a
-    // block; the warp kernel runs kWarpKernelThreads / 32 warps per block and
-    // hands a slab to a warp. Waves = work units per resident worker.
+    // block; the warp kernels run plan.warps_per_block() warps per block and
+    // hand a slab to a warp. Waves = work units per resident worker.
     const int warps_per_block = plan.warps_per_block();
     r.occupancy = (double)plan.kernel.blocks_per_sm * warps_per_block / max_warps_per_sm;
     r.rows_per_tile = mlp.rows_per_tile_for(batch, plan);
@@ -72,7 +72,7 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     MlpBenchResult result;
     if (fused) {
         auto f = std::make_unique<FusedMlp>(config, c.fused_tuning);
-        result.resources = resources_of(*f, c.pass == "train" ? f->training_plan() : f->inference_plan(), c.batch,
+        result.resources = resources_of(*f, c.pass == "train" ? f->training_plan_for(c.batch) : f->inference_plan(), c.batch,
                                         sm_count_, max_warps_per_sm_);
         mlp = std::move(f);
     } else {

@@ -350,13 +350,17 @@ TEST(FusedMlp, FusedL2TrainStep) {
 }
 
 // Same inputs -> bit-identical gradients, also when replayed from a CUDA graph.
-// W = 64 runs the block-tile training kernel, W = 16/32 the warp training
-// kernel (per-warp sums combined in warp order, then the block reduce).
-void check_deterministic(uint32_t width) {
-    const uint32_t batch = 200000, n_in = 32, n_out = 16;
+// A call picks its training kernel by its batch (choose_warp_training), so a
+// graph captured for one batch replays that batch's kernel: each width runs
+// a batch above the crossover (the warp training kernel: per-warp or
+// per-block sums combined in a fixed order, then the block reduce) and one
+// below it (the block-tile kernel).
+void check_deterministic(uint32_t width, uint32_t batch, bool warp_kernel) {
+    const uint32_t n_in = 32, n_out = 16;
     FusedMlpConfig cfg{n_in, n_out, width, 2, Activation::ReLU, Activation::None};
     FusedMlp mlp(cfg);
-    EXPECT_EQ(mlp.training_plan().warp, width <= 32) << mlp.describe();
+    EXPECT_EQ(mlp.training_plan_for(batch).warp, warp_kernel) << "W" << width << " batch " << batch << " "
+                                                              << mlp.describe();
     std::mt19937_64 rng(5);
     const reference::MlpDims d{n_in, width, 2, n_out, Activation::ReLU, Activation::None};
     const auto params = to_float(random_params(d, rng));
@@ -386,8 +390,8 @@ void check_deterministic(uint32_t width) {
         FUSEDNGP_CUDA_CHECK(cudaGraphLaunch(exec, stream));
         FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
         const auto dw2 = d_dw.download(), din2 = d_din.download();
-        EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float))) << "W" << width;
-        EXPECT_EQ(0, std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float))) << "W" << width;
+        EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), dw1.size() * sizeof(float))) << "W" << width << " B" << batch;
+        EXPECT_EQ(0, std::memcmp(din1.data(), din2.data(), din1.size() * sizeof(float))) << "W" << width << " B" << batch;
     }
     EXPECT_TRUE(all_finite(d_out.download()));
 
@@ -395,7 +399,7 @@ void check_deterministic(uint32_t width) {
     mlp.backward(d_in.ptr(), d_dout.ptr(), nullptr, d_dw.ptr(), batch, stream, true);
     FUSEDNGP_CUDA_CHECK(cudaStreamSynchronize(stream));
     const auto dw3 = d_dw.download();
-    for (size_t i = 0; i < dw3.size(); ++i) ASSERT_EQ(dw3[i], dw1[i] + dw1[i]) << "W" << width << " " << i;
+    for (size_t i = 0; i < dw3.size(); ++i) ASSERT_EQ(dw3[i], dw1[i] + dw1[i]) << "W" << width << " B" << batch << " " << i;
 
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -404,7 +408,10 @@ void check_deterministic(uint32_t width) {
 
 TEST(FusedMlp, DeterministicAndGraphCapturable) {
     SKIP_WITHOUT_GPU();
-    for (uint32_t w : {64u, 16u, 32u}) check_deterministic(w);
+    for (uint32_t w : {64u, 16u, 32u}) {
+        check_deterministic(w, 300000, true);
+        check_deterministic(w, 20000, false);
+    }
 }
 
 // ---- Warp inference kernel against the block-tile kernel ------------------------------
@@ -541,13 +548,18 @@ TEST(FusedMlp, InferenceKernelChoice) {
 
 // ---- Warp training kernel against the block-tile kernel ------------------------------
 //
-// Training at W = 16/32 runs the warp training kernel by default (the suites
-// above check it against the reference). Here both training kernels run on the
-// same weights, inputs and dL/dout (or targets), into NaN-poisoned outputs
-// (with accumulate, onto the same prefilled dL/dW), and each is compared with
-// the double reference and with the other. Reference rows near a ReLU kink get
-// dL/dout = 0 (backward); the fused losses with kinked activations are only
-// compared warp vs tile (both kernels compute identical fp16 pre-activations).
+// Training at W = 16/32/64 runs the warp training kernel from the crossover
+// batch on (choose_warp_training) and the block-tile kernel below it, so the
+// suites above test whichever the batch picks. Here both training kernels run
+// on the same weights, inputs and dL/dout (or targets), the warp kernel forced
+// (FusedMlpTuning::force_warp_training, for every batch) and, where a case
+// names one, in a forced variant (per-warp or per-block weight-gradient sums,
+// warps per block); the tile kernel forced by tile_training. Outputs are
+// NaN-poisoned (with accumulate, dL/dW is prefilled instead), and each kernel
+// is compared with the double reference and with the other. Reference rows
+// near a ReLU kink get dL/dout = 0 (backward); the fused losses with kinked
+// activations are only compared warp vs tile (both kernels compute identical
+// fp16 pre-activations).
 
 enum class TrainMode { Backward, L2, L1 };
 
@@ -584,8 +596,15 @@ void check_warp_train_against_tile(const TrainCase& t) {
     FusedMlpTuning tile_tuning = c.tuning;
     tile_tuning.tile_training = true;
     FusedMlp tile(cfg, tile_tuning);
-    ASSERT_TRUE(warp.training_plan().warp) << warp.describe();
-    ASSERT_FALSE(tile.training_plan().warp) << tile.describe();
+    ASSERT_TRUE(warp.training_plan_for(c.batch).warp) << warp.describe();
+    ASSERT_FALSE(tile.training_plan_for(c.batch).warp) << tile.describe();
+    const WarpTrainVariant& variant = warp.training_plan_for(c.batch).warp_train;
+    if (c.tuning.warp_train_dw_mode >= 0) {
+        ASSERT_EQ((int)variant.dw_mode, c.tuning.warp_train_dw_mode) << warp.describe();
+    }
+    if (c.tuning.warp_train_warps > 0) {
+        ASSERT_EQ(variant.warps, c.tuning.warp_train_warps) << warp.describe();
+    }
     const std::vector<float> params_f = to_float(params);
     warp.set_params(params_f.data());
     tile.set_params(params_f.data());
@@ -670,8 +689,10 @@ void check_warp_train_against_tile(const TrainCase& t) {
 
 std::vector<TrainCase> warp_train_cases() {
     std::vector<TrainCase> cases;
+    // mode: -1 the default variant, else the WarpDwMode forced (with `warps`
+    // per block for the shared modes).
     auto add = [&](uint32_t w, uint32_t depth, uint32_t batch, uint32_t n_in, uint32_t n_out, Activation hidden,
-                   Activation output, TrainMode mode, bool din, bool acc, bool force = false) {
+                   Activation output, TrainMode mode, bool din, bool acc, int dw_mode = -1, int warps = 0) {
         TrainCase t;
         Case& c = t.c;
         c.width = w;
@@ -682,7 +703,13 @@ std::vector<TrainCase> warp_train_cases() {
         c.hidden = hidden;
         c.output = output;
         c.seed = 700 + cases.size();
-        c.tuning.force_warp_training = force;
+        c.tuning.force_warp_training = true;
+        c.tuning.warp_train_dw_mode = dw_mode;
+        c.tuning.warp_train_warps = warps;
+        if (dw_mode >= 0) {
+            static const char* const kModes[] = {"pw", "sh", "s128x"};
+            c.label = std::string(kModes[dw_mode]) + (dw_mode > 0 ? std::to_string(warps) : "") + "_";
+        }
         if (depth > 4) {  // fp16 rounding of many stacked layers (as DeepWide)
             c.fwd_tol = 3e-3;
             c.grad_tol = 2e-2;
@@ -694,28 +721,42 @@ std::vector<TrainCase> warp_train_cases() {
     };
     const Activation relu = Activation::ReLU, none = Activation::None;
     const TrainMode bwd = TrainMode::Backward, l2 = TrainMode::L2, l1 = TrainMode::L1;
-    for (uint32_t w : {16u, 32u}) {
+    for (uint32_t w : {16u, 32u, 64u}) {
         // The brief's batches: one partial slab, 127, several slabs per warp.
         for (uint32_t batch : {1u, 127u, 200003u, 1000003u}) add(w, 2, batch, 32, 16, relu, none, bwd, true, false);
-        add(w, 2, 1000003, 32, 16, Activation::SiLU, none, l2, false, false);
+        add(w, 2, w == 64 ? 200003 : 1000003, 32, 16, Activation::SiLU, none, l2, false, false);
         add(w, 1, 200003, 3, 1, Activation::SiLU, none, l2, true, false);
         add(w, 4, 200003, 17, 16, Activation::Tanh, Activation::Sigmoid, bwd, false, true);
-        // At W = 32 these four get 1 block per SM (wide n_in / n_out, depth 4):
-        // the default plan falls back to the tile kernel there (H200, eaead3c),
-        // so they force the warp kernel.
-        const bool f32 = w == 32;
-        add(w, 4, 127, 40, 70, Activation::LeakyReLU, none, l1, true, false, f32);
-        add(w, 2, 127, 64, 70, Activation::Softplus, Activation::Tanh, l2, false, true, f32);
+        add(w, 4, 127, 40, 70, Activation::LeakyReLU, none, l1, true, false);
+        add(w, 2, 127, 64, 70, Activation::Softplus, Activation::Tanh, l2, false, true);
         add(w, 2, 1001, 64, 1, Activation::Sine, none, bwd, true, true);
         add(w, 1, 5000, 17, 1, Activation::Sigmoid, Activation::Squareplus, l1, false, false);
         add(w, 2, 200003, 40, 16, Activation::Squareplus, Activation::SiLU, l2, true, false);
-        add(w, 3, 1000, 3, 70, none, none, bwd, true, false, f32);
-        add(w, 4, 1, 64, 1, relu, Activation::LeakyReLU, bwd, true, true, f32);
+        add(w, 3, 1000, 3, 70, none, none, bwd, true, false);
+        add(w, 4, 1, 64, 1, relu, Activation::LeakyReLU, bwd, true, true);
+        // Every variant the planner may pick, several rounds of slabs per
+        // warp (the shared modes' turn order), odd batches.
+        const int pw = (int)WarpDwMode::PerWarp, sh = (int)WarpDwMode::Shared, s128 = (int)WarpDwMode::Shared128;
+        add(w, w == 64 ? 1 : 2, 300007, 32, 16, Activation::Tanh, none, bwd, true, true, pw);
+        for (int warps : {4, 6, 8, 12}) add(w, 2, 300007, 32, 16, Activation::SiLU, none, bwd, true, false, sh, warps);
+        add(w, 2, 1001, 17, 70, relu, none, l2, true, true, sh, 12);
+        add(w, 3, 100003, 64, 5, Activation::Sine, Activation::Tanh, bwd, true, false, sh, 8);
+        if (w == 64)
+            for (int warps : {4, 8}) {
+                add(w, 2, 300007, 32, 16, Activation::Softplus, none, bwd, true, false, s128, warps);
+                add(w, 3, 4097, 40, 3, relu, Activation::Sigmoid, l1, false, true, s128, warps);
+            }
     }
-    // Deep: only when forced (fewer than 2 blocks per SM fit by default).
-    add(16, 16, 1000, 32, 16, Activation::Tanh, none, bwd, true, false, true);
-    add(16, 16, 20000, 3, 1, relu, none, l2, true, true, true);
-    add(32, 8, 1000, 32, 16, Activation::SiLU, none, l2, true, false, true);
+    // Deep networks (forced: the weight-gradient sums leave room for few
+    // warps per SM). W = 64 fits up to D = 6 (two weight copies and the sum
+    // are 8P bytes; P = 23552 at D = 6).
+    add(16, 16, 1000, 32, 16, Activation::Tanh, none, bwd, true, false);
+    add(16, 16, 20000, 3, 1, relu, none, l2, true, true);
+    add(16, 16, 3000, 32, 16, Activation::SiLU, none, bwd, true, false, (int)WarpDwMode::PerWarp);
+    add(32, 8, 1000, 32, 16, Activation::SiLU, none, l2, true, false);
+    add(32, 16, 1000, 32, 16, Activation::Tanh, none, bwd, true, true);
+    add(64, 5, 3000, 32, 16, Activation::SiLU, none, bwd, true, false);
+    add(64, 6, 1000, 32, 16, Activation::Tanh, none, l2, true, true);
     return cases;
 }
 
@@ -731,25 +772,165 @@ INSTANTIATE_TEST_SUITE_P(WarpTraining, FusedMlpWarpTrainVsTile, ::testing::Value
                              return train_case_name(param_info.param);
                          });
 
-// Which training kernel the planner picks.
+// Which training kernel the planner plans, and which one a call runs.
 TEST(FusedMlp, TrainingKernelChoice) {
     SKIP_WITHOUT_GPU();
-    auto warp_plan = [](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
-        return FusedMlp(FusedMlpConfig{n_in, 16, w, depth, Activation::ReLU, Activation::None}, t).training_plan().warp;
+    auto make = [](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
+        return FusedMlp(FusedMlpConfig{n_in, 16, w, depth, Activation::ReLU, Activation::None}, t);
+    };
+    auto warp_plan = [&](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
+        return make(n_in, w, depth, t).training_plan().warp;
     };
     EXPECT_TRUE(warp_plan(32, 16, 2));
     EXPECT_TRUE(warp_plan(32, 32, 2));
     EXPECT_TRUE(warp_plan(64, 16, 4));
-    EXPECT_FALSE(warp_plan(32, 64, 2));   // only W = 16 and 32
+    EXPECT_TRUE(warp_plan(32, 64, 2));    // shared weight-gradient sums
+    EXPECT_FALSE(warp_plan(32, 128, 2));  // only W = 16, 32, 64
     EXPECT_FALSE(warp_plan(65, 16, 2));   // input too wide for the register slab
-    EXPECT_FALSE(warp_plan(32, 32, 16));  // per-warp dW sums do not fit shared memory
     FusedMlpTuning force;
     force.force_warp_training = true;
     EXPECT_TRUE(warp_plan(32, 16, 16, force));
-    EXPECT_FALSE(warp_plan(32, 32, 16, force));
+    EXPECT_TRUE(warp_plan(32, 32, 16, force));   // per-block sums (per-warp ones do not fit)
+    EXPECT_TRUE(warp_plan(32, 64, 6, force));
+    EXPECT_FALSE(warp_plan(32, 64, 7, force));   // 8P bytes > 227 KB
+    EXPECT_FALSE(warp_plan(32, 32, 16));         // too few warps per SM for the default plan
     FusedMlpTuning tile;
     tile.tile_training = true;
     EXPECT_FALSE(warp_plan(32, 16, 2, tile));
+    EXPECT_FALSE(warp_plan(32, 64, 2, tile));
+    FusedMlpTuning per_warp;
+    per_warp.warp_train_dw_mode = (int)WarpDwMode::PerWarp;
+    EXPECT_FALSE(warp_plan(32, 64, 2, per_warp));  // one 164 KB block of 4 warps per SM
+
+    // Per call: the tile kernel below the crossover, the warp kernel from it on.
+    const FusedMlp m = make(32, 16, 2);
+    const uint32_t min_batch = m.warp_training_min_batch();
+    ASSERT_GT(min_batch, 1u);
+    ASSERT_LT(min_batch, 1u << 22);
+    EXPECT_FALSE(m.training_plan_for(1).warp);
+    EXPECT_FALSE(m.training_plan_for(min_batch - 1).warp);
+    EXPECT_TRUE(m.training_plan_for(min_batch).warp);
+    EXPECT_TRUE(m.training_plan_for(1u << 22).warp);
+    EXPECT_TRUE(make(32, 16, 2, force).training_plan_for(1).warp);
+    EXPECT_FALSE(make(32, 16, 2, tile).training_plan_for(1u << 22).warp);
+    FusedMlpTuning low;
+    low.warp_training_min_batch = 1000;
+    EXPECT_FALSE(make(32, 32, 2, low).training_plan_for(999).warp);
+    EXPECT_TRUE(make(32, 32, 2, low).training_plan_for(1000).warp);
+    // No warp plan: the tile kernel at every batch.
+    EXPECT_FALSE(make(32, 128, 2).training_plan_for(1u << 22).warp);
+}
+
+// The per-call choice and the shared-memory sizes are host code: checked here
+// without a device (this test runs on the CPU-only CI machine too).
+TEST(FusedMlpHost, TrainingKernelChoiceByBatch) {
+    FusedMlpTuning def;
+    const uint32_t m = warp_training_min_batch_for(16, def);
+    EXPECT_GT(m, 1u << 16);   // measured: the tile kernel wins at 2^16 rows ...
+    EXPECT_LE(m, 1u << 17);   // ... the warp kernel from ~2^17 (W16/W32) ...
+    EXPECT_GT(warp_training_min_batch_for(64, def), 1u << 17);  // ... and 1.5 x 2^17 (W64)
+    EXPECT_LE(warp_training_min_batch_for(64, def), 1u << 18);
+    EXPECT_FALSE(choose_warp_training(true, def, m, 1));
+    EXPECT_FALSE(choose_warp_training(true, def, m, 1u << 16));
+    EXPECT_FALSE(choose_warp_training(true, def, m, m - 1));
+    EXPECT_TRUE(choose_warp_training(true, def, m, m));
+    EXPECT_TRUE(choose_warp_training(true, def, m, 1u << 20));
+    EXPECT_TRUE(choose_warp_training(true, def, m, 0xFFFFFFFFu));
+    EXPECT_FALSE(choose_warp_training(false, def, m, 1u << 20));  // no warp plan
+    for (uint32_t w : {16u, 32u, 64u}) {
+        const uint32_t c = warp_training_min_batch_for(w, def);
+        EXPECT_FALSE(choose_warp_training(true, def, c, 1u << 16)) << "W" << w;
+        EXPECT_TRUE(choose_warp_training(true, def, c, 1u << 18)) << "W" << w;
+    }
+
+    FusedMlpTuning force;
+    force.force_warp_training = true;
+    EXPECT_EQ(warp_training_min_batch_for(64, force), 0u);
+    EXPECT_TRUE(choose_warp_training(true, force, 0, 1));
+    EXPECT_FALSE(choose_warp_training(false, force, 0, 1));
+
+    FusedMlpTuning tile;
+    tile.tile_training = true;
+    EXPECT_FALSE(choose_warp_training(true, tile, m, 1u << 22));
+    tile.force_warp_training = true;  // tile_training wins over force_warp_training
+    EXPECT_FALSE(choose_warp_training(true, tile, 0, 1u << 22));
+
+    FusedMlpTuning fixed;
+    fixed.warp_training_min_batch = 5000;
+    EXPECT_EQ(warp_training_min_batch_for(32, fixed), 5000u);
+    EXPECT_FALSE(choose_warp_training(true, fixed, 5000, 4999));
+    EXPECT_TRUE(choose_warp_training(true, fixed, 5000, 5000));
+}
+
+// The warp training variant the planner picks from the resident warps the
+// occupancy API gives each candidate; the cases are the H200 occupancies of
+// the A/B run (32 -> W x D -> 16), where the pick was the fastest variant.
+TEST(FusedMlpHost, WarpTrainingVariantChoice) {
+    const WarpDwMode pw = WarpDwMode::PerWarp, sh = WarpDwMode::Shared, s128 = WarpDwMode::Shared128;
+    auto pick = [](std::vector<WarpTrainCandidate> c, int min_warps = 8) {
+        const int i = choose_warp_train_variant(c, min_warps);
+        return i < 0 ? std::string("none")
+                     : std::string(c[(size_t)i].variant.dw_mode == WarpDwMode::PerWarp
+                                       ? "pw"
+                                       : (c[(size_t)i].variant.dw_mode == WarpDwMode::Shared ? "sh" : "s128x")) +
+                           (c[(size_t)i].variant.dw_mode == WarpDwMode::PerWarp ? ""
+                                                                               : std::to_string(c[(size_t)i].variant.warps));
+    };
+    // W16 D2: per-warp sums keep 20 warps (8.50 G/s), the shared ones 24 (7.87-8.52).
+    EXPECT_EQ(pick({{{2, pw, 4}, 20}, {{2, sh, 12}, 24}, {{2, sh, 8}, 24}, {{2, sh, 6}, 24}, {{2, sh, 4}, 24}}), "pw");
+    // W32 D1: 16 and 16 (7.64 vs 7.58).
+    EXPECT_EQ(pick({{{2, pw, 4}, 16}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 4}, 16}}), "pw");
+    // W32 D2: per-warp 12 warps (5.06), 2 x 8 shared (5.63), 4 x 4 (5.41).
+    EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 12}, {{2, sh, 4}, 16}}), "sh8");
+    // W64 D2: 2 x 8 warps at 128 registers (2.89) over 12 (2.72) and per-warp 4 (1.41).
+    EXPECT_EQ(pick({{{2, pw, 4}, 4},
+                    {{2, sh, 12}, 12},
+                    {{2, sh, 8}, 8},
+                    {{2, sh, 6}, 12},
+                    {{2, sh, 4}, 8},
+                    {{2, s128, 8}, 16},
+                    {{2, s128, 4}, 8}}),
+              "s128x8");
+    // W64 D4: 8 and 8 (1.295 vs 1.301): the kernel without the register cap.
+    EXPECT_EQ(pick({{{2, sh, 8}, 8}, {{2, sh, 6}, 6}, {{2, sh, 4}, 4}, {{2, s128, 8}, 8}, {{2, s128, 4}, 4}}), "sh8");
+    // W64 D5: 4 warps at most: the tile kernel, unless forced.
+    EXPECT_EQ(pick({{{2, sh, 4}, 4}, {{2, sh, 2}, 2}, {{2, s128, 4}, 4}}), "none");
+    EXPECT_EQ(pick({{{2, sh, 4}, 4}, {{2, sh, 2}, 2}, {{2, s128, 4}, 4}}, 1), "sh4");
+    // Only per-warp sums (forced): taken if they fit.
+    EXPECT_EQ(pick({{{2, pw, 4}, 4}}, 1), "pw");
+    EXPECT_EQ(pick({{{2, pw, 4}, 4}}), "none");
+    EXPECT_EQ(pick({{{2, pw, 4}, 0}, {{2, sh, 4}, 0}}, 1), "none");  // nothing fits
+    EXPECT_EQ(pick({}), "none");
+}
+
+// Shared-memory sizes behind the W = 64 design (docs/FUSED_MLP_DESIGN.md).
+TEST(FusedMlpHost, WarpTrainingSharedMemory) {
+    MlpShape s;
+    s.n_in = 32;
+    s.n_in_pad = 32;
+    s.width = 64;
+    s.n_hidden = 2;
+    s.n_out = 16;
+    s.n_out_pad = 16;
+    ASSERT_EQ(n_params_padded(s), 7168u);
+    const WarpTrainVariant per_warp{2, WarpDwMode::PerWarp, 4};
+    // 2 x 2P fp16 weights + 4 x 4P fp32 sums + 4 warps x 10 activation slots x 512 B.
+    EXPECT_EQ(warp_train_smem_bytes(s, per_warp), 7168u * 4 + 4 * 7168u * 4 + 4 * 10 * 512);
+    const WarpTrainVariant shared{2, WarpDwMode::Shared, 6};
+    EXPECT_EQ(warp_train_turns(s), 9u);
+    // One sum per block, 9 turn counters (8 hidden stripes + 1 output chunk,
+    // padded to 48 B) and per warp 2 KB of input staging.
+    EXPECT_EQ(warp_train_smem_bytes(s, shared), 7168u * 4 + 7168u * 4 + 48 + 6 * (10 * 512 + 2048));
+    // An H200 SM has 228 KB of shared memory, 1 KB of it reserved per block:
+    // two 6-warp blocks with shared sums fit, two 4-warp blocks with per-warp sums do not.
+    EXPECT_LE(2 * (warp_train_smem_bytes(s, shared) + 1024), 228u * 1024);
+    EXPECT_GT(2 * (warp_train_smem_bytes(s, per_warp) + 1024), 228u * 1024);
+    EXPECT_TRUE(warp_train_variant_compiled(64, {2, WarpDwMode::Shared128, 8}));
+    EXPECT_FALSE(warp_train_variant_compiled(32, {2, WarpDwMode::Shared128, 8}));
+    EXPECT_FALSE(warp_train_variant_compiled(64, {2, WarpDwMode::Shared128, 12}));
+    EXPECT_FALSE(warp_train_variant_compiled(64, {2, WarpDwMode::PerWarp, 8}));
+    EXPECT_TRUE(warp_train_variant_compiled(16, {1, WarpDwMode::Shared, 12}));
+    EXPECT_FALSE(warp_train_variant_compiled(128, {2, WarpDwMode::Shared, 4}));
 }
 
 TEST(FusedMlp, RejectsUnsupportedConfigs) {
