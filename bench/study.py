@@ -291,8 +291,10 @@ def speedup_list(table):
 
 
 def fused_resources(rows):
-    """Resource use of each fused kernel configuration (pass, depth, width, variant): registers, shared
-    memory, resident blocks and occupancy do not depend on the batch; waves do (listed per batch)."""
+    """Resource use of each fused kernel configuration (pass, depth, width, variant) at its largest
+    measured batch: registers, shared memory, resident blocks and occupancy of the kernel that batch
+    runs (training switches from the block-tile to the warp kernel from 2^17-2^18 rows, so they may
+    differ at small batches); waves are listed per batch."""
     configs = {}
     for r in rows:
         if r["kernel"] != "fused" or r["registers"] is None:
@@ -300,10 +302,14 @@ def fused_resources(rows):
         key = (r["pass"], r["depth"], r["width"], r["variant"])
         entry = configs.setdefault(key, {
             "pass": r["pass"], "depth": r["depth"], "width": r["width"], "variant": r["variant"],
-            "registers": int(r["registers"]), "smem_per_block": int(r["smem_per_block"]),
-            "blocks_per_sm": int(r["blocks_per_sm"]), "occupancy": r["occupancy"],
-            "rows_per_tile": int(r["rows_per_tile"]), "waves_by_batch": {}})
+            "waves_by_batch": {}, "batch": -1})
+        if r["batch"] > entry["batch"]:
+            entry.update({"batch": r["batch"], "registers": int(r["registers"]),
+                          "smem_per_block": int(r["smem_per_block"]), "blocks_per_sm": int(r["blocks_per_sm"]),
+                          "occupancy": r["occupancy"], "rows_per_tile": int(r["rows_per_tile"])})
         entry["waves_by_batch"][str(r["batch"])] = r["waves"]
+    for entry in configs.values():
+        del entry["batch"]
     return [configs[k] for k in sorted(configs)]
 
 
