@@ -80,7 +80,7 @@ EngineInfo engine_info() {
         "network.otype Auto times both at the first training batch",
         "encodings: HashGrid/DenseGrid/TiledGrid (fp16 tables, fp32 master), Frequency, TriangleWave, OneBlob, "
         "SphericalHarmonics, Identity, Composite",
-        "losses: all CPU losses; optimizers: Adam, SGD, EMA, ExponentialDecay",
+        "losses: all CPU losses; optimizers: Adam, SGD, EMA, ExponentialDecay, Composite",
     };
 #else
     info.device = "none (CPU-only build)";

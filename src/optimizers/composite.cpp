@@ -26,7 +26,65 @@ std::vector<ParamGroup> groups_in_slice(const std::vector<ParamGroup>& groups, s
     return inside;
 }
 
+std::vector<CompositeLayout> layout_by_name(const std::vector<ParamGroup>& groups,
+                                            const std::vector<CompositeSlot>& slots, const std::string& config_path) {
+    for (const ParamGroup& g : groups) {
+        if (g.size == 0) continue;
+        bool listed = std::any_of(slots.begin(), slots.end(), [&](const CompositeSlot& s) { return s.group_name == g.name; });
+        if (listed) continue;
+        std::string configured;
+        for (const CompositeSlot& s : slots) configured += (configured.empty() ? "" : ", ") + s.group_name;
+        throw ConfigError(join_path(config_path, "groups"),
+                          "no optimizer for parameter group \"" + g.name + "\" (configured: " + configured + ")");
+    }
+    // A listed group the model does not have (e.g. an encoding without
+    // parameters) gets an empty allocation and steps over nothing.
+    std::vector<CompositeLayout> layout(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const ParamGroup& g) { return g.name == slots[i].group_name; });
+        if (it == groups.end()) continue;
+        layout[i].offset = it->offset;
+        layout[i].size = it->size;
+        ParamGroup rebased = *it;
+        rebased.offset = 0;
+        layout[i].groups.push_back(rebased);
+    }
+    return layout;
+}
+
+std::vector<CompositeLayout> layout_by_slice(const std::vector<ParamGroup>& groups,
+                                             const std::vector<CompositeSlot>& slots, const std::string& config_path) {
+    const std::string nested_path = join_path(config_path, "nested");
+    const size_t extent = params_extent(groups);
+    std::vector<CompositeLayout> layout(slots.size());
+    size_t cursor = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+        const size_t size = slots[i].slice_size ? *slots[i].slice_size : extent - std::min(cursor, extent);
+        if (cursor + size > extent) {
+            throw ConfigError(nested_path, "the n_params_to_optimize add up to more than the model's " +
+                                               std::to_string(extent) + " parameters");
+        }
+        layout[i].offset = cursor;
+        layout[i].size = size;
+        layout[i].groups = groups_in_slice(groups, cursor, size);
+        cursor += size;
+    }
+    if (cursor != extent) {
+        throw ConfigError(nested_path, "the n_params_to_optimize add up to " + std::to_string(cursor) +
+                                           " but the model has " + std::to_string(extent) +
+                                           " parameters (omit it on the last entry to take the rest)");
+    }
+    return layout;
+}
+
 } // namespace
+
+std::vector<CompositeLayout> layout_composite(const std::vector<ParamGroup>& groups,
+                                              const std::vector<CompositeSlot>& slots, bool by_slice,
+                                              const std::string& config_path) {
+    return by_slice ? layout_by_slice(groups, slots, config_path) : layout_by_name(groups, slots, config_path);
+}
 
 template <typename T>
 CompositeOptimizer<T>::CompositeOptimizer(std::vector<CompositePart<T>> parts, bool by_slice,
@@ -41,63 +99,13 @@ template <typename T>
 void CompositeOptimizer<T>::allocate(const std::vector<ParamGroup>& groups) {
     extent_ = params_extent(groups);
     step_ = 0;
-    if (by_slice_) {
-        allocate_by_slice(groups);
-    } else {
-        allocate_by_name(groups);
-    }
-}
-
-template <typename T>
-void CompositeOptimizer<T>::allocate_by_name(const std::vector<ParamGroup>& groups) {
-    for (const ParamGroup& g : groups) {
-        if (g.size == 0) continue;
-        bool listed = std::any_of(parts_.begin(), parts_.end(),
-                                  [&](const CompositePart<T>& p) { return p.group_name == g.name; });
-        if (listed) continue;
-        std::string configured;
-        for (const CompositePart<T>& p : parts_) configured += (configured.empty() ? "" : ", ") + p.group_name;
-        throw ConfigError(join_path(config_path_, "groups"),
-                          "no optimizer for parameter group \"" + g.name + "\" (configured: " + configured + ")");
-    }
-    // A listed group the model does not have (e.g. an encoding without
-    // parameters) gets an empty allocation and steps over nothing.
-    for (CompositePart<T>& part : parts_) {
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [&](const ParamGroup& g) { return g.name == part.group_name; });
-        std::vector<ParamGroup> own;
-        part.offset = 0;
-        part.size = 0;
-        if (it != groups.end()) {
-            part.offset = it->offset;
-            part.size = it->size;
-            ParamGroup rebased = *it;
-            rebased.offset = 0;
-            own.push_back(rebased);
-        }
-        part.optimizer->allocate(own);
-    }
-}
-
-template <typename T>
-void CompositeOptimizer<T>::allocate_by_slice(const std::vector<ParamGroup>& groups) {
-    const std::string nested_path = join_path(config_path_, "nested");
-    size_t cursor = 0;
-    for (CompositePart<T>& part : parts_) {
-        const size_t size = part.slice_size ? *part.slice_size : extent_ - std::min(cursor, extent_);
-        if (cursor + size > extent_) {
-            throw ConfigError(nested_path, "the n_params_to_optimize add up to more than the model's " +
-                                               std::to_string(extent_) + " parameters");
-        }
-        part.offset = cursor;
-        part.size = size;
-        part.optimizer->allocate(groups_in_slice(groups, cursor, size));
-        cursor += size;
-    }
-    if (cursor != extent_) {
-        throw ConfigError(nested_path, "the n_params_to_optimize add up to " + std::to_string(cursor) +
-                                           " but the model has " + std::to_string(extent_) +
-                                           " parameters (omit it on the last entry to take the rest)");
+    std::vector<CompositeSlot> slots;
+    for (const CompositePart<T>& part : parts_) slots.push_back({part.group_name, part.slice_size});
+    const std::vector<CompositeLayout> layout = layout_composite(groups, slots, by_slice_, config_path_);
+    for (size_t i = 0; i < parts_.size(); ++i) {
+        parts_[i].offset = layout[i].offset;
+        parts_[i].size = layout[i].size;
+        parts_[i].optimizer->allocate(layout[i].groups);
     }
 }
 

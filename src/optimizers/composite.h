@@ -30,6 +30,22 @@
 
 namespace fusedngp {
 
+// Where each part of a Composite lives, computed from the model's groups by
+// allocate() (shared by the CPU optimizer and its GPU twin, which must agree).
+struct CompositeSlot {
+    std::string group_name;            // by-name form
+    std::optional<size_t> slice_size;  // by-slice form; none on the last = the rest
+};
+struct CompositeLayout {
+    size_t offset = 0, size = 0;     // the part's range in the full parameter array
+    std::vector<ParamGroup> groups;  // the groups it sees, rebased to its start
+};
+// Throws ConfigError at `config_path`.groups (a non-empty group without an
+// optimizer) or .nested (slices that do not cover the parameters exactly).
+std::vector<CompositeLayout> layout_composite(const std::vector<ParamGroup>& groups,
+                                              const std::vector<CompositeSlot>& slots, bool by_slice,
+                                              const std::string& config_path);
+
 template <typename T>
 struct CompositePart {
     std::string label;       // "groups.encoding" or "nested.0": state prefix, error path
@@ -66,9 +82,6 @@ public:
     nlohmann::json describe() const override;
 
 private:
-    void allocate_by_name(const std::vector<ParamGroup>& groups);
-    void allocate_by_slice(const std::vector<ParamGroup>& groups);
-
     std::vector<CompositePart<T>> parts_;
     std::vector<double> base_learning_rates_;  // each part's configured rate
     bool by_slice_;

@@ -1,5 +1,6 @@
 // create_gpu_optimizer (declared in gpu_optimizer.h).
 #include "gpu/components/gpu_adam.h"
+#include "gpu/components/gpu_composite_optimizer.h"
 #include "gpu/components/gpu_ema.h"
 #include "gpu/components/gpu_exponential_decay.h"
 #include "gpu/components/gpu_optimizer.h"
@@ -10,6 +11,8 @@
 namespace fusedngp::gpu {
 
 namespace {
+
+std::unique_ptr<GpuOptimizer> build_composite(const json& config, const std::string& path, bool inside_decay);
 
 // `config` has passed the CPU factory, so only the GPU's own limits are
 // checked here. `inside_decay`: an ExponentialDecay encloses this config.
@@ -31,9 +34,41 @@ std::unique_ptr<GpuOptimizer> build(const json& config, const std::string& path,
         }
         return std::make_unique<GpuExponentialDecay>(parse_exponential_decay_settings(config, path), nested(true));
     }
+    if (equals_ignore_case(otype, "Composite")) return build_composite(config, path, inside_decay);
     throw ConfigError(join_path(path, "otype"), "\"" + otype +
                                                     "\" is not implemented by the GPU optimizers (the CPU engine "
-                                                    "supports it); GPU: Adam, SGD, EMA, ExponentialDecay");
+                                                    "supports it); GPU: Adam, SGD, EMA, ExponentialDecay, Composite");
+}
+
+// The CPU's create_composite_optimizer has checked the form and the fields.
+std::unique_ptr<GpuOptimizer> build_composite(const json& config, const std::string& path, bool inside_decay) {
+    std::vector<GpuCompositePart> parts;
+    const bool by_slice = config.contains("nested");
+    if (!by_slice) {
+        const std::string groups_path = join_path(path, "groups");
+        const json& groups = config.at("groups");
+        for (auto it = groups.begin(); it != groups.end(); ++it) {
+            GpuCompositePart part;
+            part.label = "groups." + it.key();
+            part.slot.group_name = it.key();
+            part.optimizer = build(it.value(), join_path(groups_path, it.key()), inside_decay);
+            parts.push_back(std::move(part));
+        }
+    } else {
+        const json& nested = config.at("nested");
+        for (size_t i = 0; i < nested.size(); ++i) {
+            const std::string entry_path = join_path(path, "nested") + "[" + std::to_string(i) + "]";
+            GpuCompositePart part;
+            part.label = "nested." + std::to_string(i);
+            if (nested[i].contains("n_params_to_optimize")) {
+                part.slot.slice_size = (size_t)get_int(nested[i], entry_path, "n_params_to_optimize", 0, 0);
+            }
+            part.optimizer = build(nested[i], entry_path, inside_decay);
+            parts.push_back(std::move(part));
+        }
+    }
+    const double scale = get_nonnegative(config, path, "learning_rate_scale", 1.0);
+    return std::make_unique<GpuComposite>(std::move(parts), by_slice, scale, path);
 }
 
 } // namespace
