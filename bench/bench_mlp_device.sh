@@ -17,20 +17,9 @@ cd "$ROOT"
 BUILD="${FUSEDNGP_GPU_BUILD_DIR:-$ROOT/build-gpu}"
 ARGS=(${BENCH_ARGS:---widths 16,32,64,128,256 --depths 2 --batches 2^20})
 
-CMAKE_EXTRA=()
-missing=0
-for p in libeigen3-dev nlohmann-json3-dev libcli11-dev libstb-dev libtinyexr-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing=1
-done
-if [ "$missing" = 1 ] && compgen -G ".devdeps/*.deb" > /dev/null; then
-  PFX=/tmp/fusedngp-deps
-  rm -rf "$PFX"
-  for f in .devdeps/*.deb; do dpkg -x "$f" "$PFX"; done
-  LIBDIR="$PFX/usr/lib/x86_64-linux-gnu"
-  export PKG_CONFIG_SYSROOT_DIR="$PFX" PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
-  export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  CMAKE_EXTRA=(-DCMAKE_PREFIX_PATH="$PFX/usr" -DCMAKE_INCLUDE_PATH="$PFX/usr/include" -DCMAKE_LIBRARY_PATH="$LIBDIR")
-fi
+# Sets CMAKE_EXTRA (and the library paths) from installed packages or the carried .devdeps/.
+summary() { echo "$*"; }
+source "$ROOT/scripts/device-deps.sh"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$OUT/gpu.csv" 2>&1
 start=$(date +%s)

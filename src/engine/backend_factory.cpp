@@ -6,6 +6,7 @@
 #include "engine/engine_info.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -27,13 +28,14 @@ LossScaleSettings loss_scale_settings_from_environment() {
     if (!env || !*env) return s;
     char* end = nullptr;
     const double scale = std::strtod(env, &end);
-    if (end != env && *end == ':') {
-        char* end2 = nullptr;
-        const unsigned long growth = std::strtoul(end + 1, &end2, 10);
-        if (end2 == end + 1 || *end2 != 0 || growth == 0) end = nullptr;
-        else s.growth_interval = (uint32_t)growth, end = end2;
+    bool ok = end != env && scale >= 1.0 && scale <= 65536.0;
+    if (ok && *end == ':') {
+        const char* growth_text = end + 1;
+        const unsigned long growth = std::strtoul(growth_text, &end, 10);
+        ok = end != growth_text && growth > 0 && growth <= UINT32_MAX;
+        s.growth_interval = (uint32_t)growth;
     }
-    if (!end || end == env || *end != 0 || !(scale >= 1.0 && scale <= 65536.0)) {
+    if (!ok || *end != 0) {
         throw InputError(std::string("FUSEDNGP_LOSS_SCALE=\"") + env +
                          "\": expected a loss scale in [1, 65536], optionally followed by :growth_interval_steps");
     }

@@ -133,16 +133,10 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
         }
         set_loss_scale(scaling_.initial);
         // The gradient starts at zero (above), as the sparse path needs.
-        sparse_encoding_updates_ = n_encoding_params() > 0 && encoding_->half_params_mirror() &&
-                                   optimizer_->set_sparse_group("encoding", encoding_->half_params_mirror());
+        sparse_encoding_updates_ = request_sparse_encoding_updates(true);
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     });
-    try {
-        build_update_graph();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
-                             "with zero gradients instead of being skipped\n", e.what());
-    }
+    rebuild_update_graph();
 }
 
 CudaBackend::~CudaBackend() {
@@ -205,14 +199,7 @@ void CudaBackend::install_mlp(gpu::MlpKernel kernel) {
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
         mlp_ = std::move(mlp);
     });
-    destroy_update_graph();
-    try {
-        build_update_graph();
-    } catch (const std::exception& e) {
-        destroy_update_graph();
-        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
-                             "with zero gradients instead of being skipped\n", e.what());
-    }
+    rebuild_update_graph();
 }
 
 void CudaBackend::set_mlp_kernel(gpu::MlpKernel kernel) {
@@ -239,23 +226,10 @@ void CudaBackend::choose_kernel_by_timing(uint32_t batch) {
     if (mlp_->kernel_name() != std::string(gpu::mlp_kernel_name(auto_timing_.faster))) install_mlp(auto_timing_.faster);
 }
 
-void CudaBackend::destroy_update_graph() {
-    if (update_graph_exec_) cudaGraphExecDestroy(update_graph_exec_);
-    if (update_graph_) cudaGraphDestroy(update_graph_);
-    update_graph_exec_ = nullptr;
-    update_graph_ = nullptr;
-}
-
-bool CudaBackend::set_sparse_encoding_updates(bool on) {
-    synchronize();
-    __half* mirror = n_encoding_params() > 0 ? encoding_->half_params_mirror() : nullptr;
-    if (on && (!mirror || !optimizer_->set_sparse_group("encoding", mirror))) on = false;
-    if (!on) optimizer_->set_sparse_group("encoding", nullptr);
-    if (on == sparse_encoding_updates_) return on;
-    // Dense steps leave the last gradient in place and the sparse path needs
-    // zeros; the fp16 copy is current either way (both paths keep it so).
-    FUSEDNGP_GPU_CHECK(cudaMemsetAsync(grads_.data(), 0, n_encoding_params() * sizeof(float), stream_));
-    sparse_encoding_updates_ = on;
+// Builds the update graph again (after the MLP or the update path changed);
+// without conditional graph nodes the step falls back to enqueue_update's
+// plain launches, with a one-line notice.
+void CudaBackend::rebuild_update_graph() {
     destroy_update_graph();
     try {
         build_update_graph();
@@ -264,6 +238,33 @@ bool CudaBackend::set_sparse_encoding_updates(bool on) {
         std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
                              "with zero gradients instead of being skipped\n", e.what());
     }
+}
+
+void CudaBackend::destroy_update_graph() {
+    if (update_graph_exec_) cudaGraphExecDestroy(update_graph_exec_);
+    if (update_graph_) cudaGraphDestroy(update_graph_);
+    update_graph_exec_ = nullptr;
+    update_graph_ = nullptr;
+}
+
+// Asks the optimizer for sparse encoding updates (`on`) or the dense path;
+// returns whether sparse updates hold (they need an fp16 mirror and Adam).
+bool CudaBackend::request_sparse_encoding_updates(bool on) {
+    __half* mirror = n_encoding_params() > 0 ? encoding_->half_params_mirror() : nullptr;
+    if (on && mirror && optimizer_->set_sparse_group("encoding", mirror)) return true;
+    optimizer_->set_sparse_group("encoding", nullptr);
+    return false;
+}
+
+bool CudaBackend::set_sparse_encoding_updates(bool on) {
+    synchronize();
+    on = request_sparse_encoding_updates(on);
+    if (on == sparse_encoding_updates_) return on;
+    // Dense steps leave the last gradient in place and the sparse path needs
+    // zeros; the fp16 copy is current either way (both paths keep it so).
+    FUSEDNGP_GPU_CHECK(cudaMemsetAsync(grads_.data(), 0, n_encoding_params() * sizeof(float), stream_));
+    sparse_encoding_updates_ = on;
+    rebuild_update_graph();
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     return on;
 }

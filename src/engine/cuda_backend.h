@@ -135,6 +135,8 @@ private:
     void run_step(uint32_t batch);
     void enqueue_update();
     void build_update_graph();
+    void rebuild_update_graph();
+    bool request_sparse_encoding_updates(bool on);
     void refresh_component_params(const float* d_params);
     void refresh_after_update();
     void retire_slot(Slot& slot);

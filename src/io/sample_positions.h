@@ -77,8 +77,7 @@ template <typename T>
 FUSEDNGP_HOST_DEVICE inline int pixel_of(T u, int size) {
     T p = u * (T)size;
     if (!(p >= (T)0)) p = 0;  // negative or NaN
-    const int i = p < (T)size ? (int)p : size - 1;
-    return i < size ? i : size - 1;
+    return p < (T)size ? (int)p : size - 1;
 }
 
 template <typename T>

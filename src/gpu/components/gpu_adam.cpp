@@ -60,7 +60,10 @@ void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
 
 bool GpuAdam::set_sparse_group(const std::string& group, __half* half_mirror) {
     if (!half_mirror) {
-        if (sparse_group_ == group) sparse_group_.clear(), half_mirror_ = nullptr;
+        if (sparse_group_ == group) {
+            sparse_group_.clear();
+            half_mirror_ = nullptr;
+        }
         return true;
     }
     for (const ParamGroup& g : groups_) {
