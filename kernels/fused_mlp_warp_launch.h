@@ -78,16 +78,17 @@ FUSEDNGP_HD bool warp_train_variant_compiled(uint32_t width, const WarpTrainVari
 
 // Dynamic shared memory of the warp training kernel: both fp16 fragment
 // buffers (w_fwd, w_bwd), the fp32 weight-gradient sums (one per warp or one
-// per block), the turn counters of the shared mode (one per 16-output stripe
-// of every layer, padded to 16 bytes), per warp 16-byte-per-lane activation
+// per block), the turn mbarriers of the shared mode (8 bytes per 16-output
+// stripe of every layer and warp, padded to 16 bytes), per warp 16-byte-per-lane activation
 // slots for the input tiles (kt_in of the variant) and every hidden layer's
 // fp16 pre-activations (W / 16 k-tiles each), and in the shared mode per warp
 // the next slab's fp32 input (kt_in KB).
 FUSEDNGP_HD size_t warp_train_act_slots(const MlpShape& s, uint32_t kt_in_variant) {
     return kt_in_variant + (size_t)s.n_hidden * (s.width / 16u);
 }
-// Turn counters of the shared mode: hidden layer l's stripes mo at
-// l * W / 16 + mo, the output layer's 16-column chunks after them.
+// Stripes of the shared mode, each with one turn mbarrier per warp: hidden
+// layer l's stripes mo at l * W / 16 + mo, the output layer's 16-column chunks
+// after them.
 FUSEDNGP_HD size_t warp_train_turns(const MlpShape& s) {
     return (size_t)s.n_hidden * (s.width / 16u) + s.n_out_pad / 16u;
 }
@@ -96,7 +97,7 @@ FUSEDNGP_HD size_t warp_train_smem_bytes(const MlpShape& s, const WarpTrainVaria
     const size_t warps = (size_t)v.warps;
     const bool shared = v.dw_mode != WarpDwMode::PerWarp;
     const size_t dw_copies = shared ? 1 : warps;
-    const size_t turns = shared ? (warp_train_turns(s) * 4 + 15) / 16 * 16 : 0;
+    const size_t turns = shared ? (warp_train_turns(s) * warps * 8 + 15) / 16 * 16 : 0;
     // Shared mode: the next slab's fp32 input (cp.async), 1 KB per input k-tile.
     const size_t stage = shared ? (size_t)v.kt_in * 1024 : 0;
     return P * 2 * 2 + dw_copies * P * 4 + turns + warps * (warp_train_act_slots(s, (uint32_t)v.kt_in) * 32 * 16 + stage);

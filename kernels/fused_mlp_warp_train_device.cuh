@@ -39,15 +39,16 @@
 // Shared mode (WarpDwMode::Shared, Shared128): one fp32 sum per block instead
 // of one per warp (4P bytes per warp do not fit at W = 64: P = 7168 at D = 2).
 // Warps take their slabs in rounds (round k: slabs (k * gridDim.x + block) *
-// warps + warp) and add to each 16-output stripe of the sum in ticket order
-// k * warps + warp: a warp waits until the stripe's turn counter shows its
-// ticket (ld.acquire), does its read-modify-write, and passes the turn on
-// (__syncwarp, then st.release of ticket + 1). Every element is thus summed
-// in the same order on every run, with no block barrier: warps only wait for
-// the warp ahead of them, one stripe at a time, and those waits pipeline
-// (warp w + 1 works on stripe s while warp w is on stripe s + 1). Warps past
-// the batch leave without taking turns: the slabs of a round are consecutive,
-// so no warp behind them has a slab either.
+// warps + warp) and add to each 16-output stripe of the sum in the order
+// round by round, warp by warp: a warp waits for its turn on the stripe (an
+// mbarrier per stripe and warp, warp_turn_device.cuh), does its
+// read-modify-write, and hands the stripe to the next warp by arriving on
+// that warp's mbarrier. Every element is thus summed in the same order on
+// every run, with no block barrier: warps only wait for the warp ahead of
+// them, one stripe at a time, and those waits pipeline (warp w + 1 works on
+// stripe s while warp w is on stripe s + 1). Warps past the batch leave
+// without taking turns: the slabs of a round are consecutive, so no warp
+// behind them has a slab either, and the ring never waits on them.
 // Weights (forward and backward fragment buffers) are staged once per block in
 // shared memory (the first barrier).
 #pragma once
@@ -57,6 +58,7 @@
 #include "fused_mlp_device.cuh"
 #include "fused_mlp_warp_device.cuh"
 #include "fused_mlp_warp_launch.h"
+#include "warp_turn_device.cuh"
 
 #include <cuda_fp16.h>
 #include <cstdint>
@@ -71,41 +73,6 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
     return r;
 }
 
-// Turn counters of the shared mode (one per 16-output stripe).
-__device__ __forceinline__ uint32_t ld_acquire_shared(const uint32_t* p) {
-    uint32_t v;
-    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n"
-                 : "=r"(v)
-                 : "r"((uint32_t)__cvta_generic_to_shared(p))
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ void st_release_shared(uint32_t* p, uint32_t v) {
-    asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(v)
-                 : "memory");
-}
-// Waits until *turn == ticket (every lane polls: one broadcast load; the
-// __syncwarp reconverges the lanes before the tensor-core products). A turn
-// order that never comes would hang the GPU: after ~2^24 polls (seconds; a
-// real wait is microseconds) the kernel traps instead, which the host sees as
-// a launch failure.
-static __device__ __noinline__ void turn_wait_slow(const uint32_t* turn, uint32_t ticket) {
-    for (uint32_t polls = 0; ld_acquire_shared(turn) != ticket; ++polls) {
-        if (polls > (1u << 24)) __trap();
-        __nanosleep(32);
-    }
-}
-__device__ __forceinline__ void turn_wait(const uint32_t* turn, uint32_t ticket) {
-    if (ld_acquire_shared(turn) != ticket) turn_wait_slow(turn, ticket);
-    __syncwarp();
-}
-// Hands the stripe to the next ticket once every lane's stores are done:
-// __syncwarp orders the lanes' stores before lane 0's release.
-__device__ __forceinline__ void turn_pass(uint32_t* turn, uint32_t ticket, uint32_t lane) {
-    __syncwarp();
-    if (lane == 0) st_release_shared(turn, ticket + 1u);
-}
-
 // dW (fan_out x fan_in, fp32, C-fragment order in shared memory) += d^T h
 // over the slab's 16 rows. d: KT_D k16 tiles (A fragments, rows x fan_out
 // units), h: KT_H k16 tiles (rows x fan_in), of which kt_h are used.
@@ -113,13 +80,14 @@ __device__ __forceinline__ void turn_pass(uint32_t* turn, uint32_t ticket, uint3
 // tile (mo, ni) is at + (mo * 2 * kt_h + ni) * 32.
 //   A = d^T (16 units x 16 rows): a0..a3 = T(d0), T(d2), T(d1), T(d3).
 //   B = h (16 rows x 8 inputs, n8 tile 2j + s): b0 = T(h_j[2s]), b1 = T(h_j[2s+1]).
-// SHARED: the sum is the block's; stripe mo is added to under turns[mo]
-// (ticket order, see the file comment). The transposes happen before the
-// wait, so a warp holds a stripe only for its loads, products and stores.
+// SHARED: the sum is the block's; stripe stripe0 + mo is added to in this
+// warp's turn (see the file comment). The transposes happen
+// before the wait, so a warp holds a stripe only for its loads, products and
+// stores.
 template <int KT_D, int KT_H, bool SHARED>
 __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&d)[KT_D][4],
-                                              const uint32_t (&h)[KT_H][4], uint32_t kt_h, uint32_t* turns,
-                                              uint32_t ticket, uint32_t lane) {
+                                              const uint32_t (&h)[KT_H][4], uint32_t kt_h, const TurnRing& ring,
+                                              uint32_t stripe0, uint32_t lane) {
     uint32_t ht[KT_H][4];
 #pragma unroll
     for (int j = 0; j < KT_H; ++j) {
@@ -132,7 +100,7 @@ __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&
     for (int mo = 0; mo < KT_D; ++mo) {
         const uint32_t a[4] = {transpose8x8(d[mo][0]), transpose8x8(d[mo][2]), transpose8x8(d[mo][1]),
                                transpose8x8(d[mo][3])};
-        if constexpr (SHARED) turn_wait(turns + mo, ticket);
+        if constexpr (SHARED) turn_wait(ring, stripe0 + mo);
 #pragma unroll
         for (int j = 0; j < KT_H; ++j) {
             if ((uint32_t)j >= kt_h) break;
@@ -145,7 +113,7 @@ __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&
                 *cell = make_float4(c[0], c[1], c[2], c[3]);
             }
         }
-        if constexpr (SHARED) turn_pass(turns + mo, ticket, lane);
+        if constexpr (SHARED) turn_pass(ring, stripe0 + mo, lane);
     }
 }
 
@@ -208,9 +176,6 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     const uint32_t n_slabs = (p.batch + kSlabRows - 1) / kSlabRows;
     const uint32_t total_warps = gridDim.x * kWarps;
     uint32_t slab = blockIdx.x * kWarps + warp;
-    // Shared mode: this warp's place in the order of additions (round k of
-    // the loop below: k * kWarps + warp).
-    uint32_t ticket = warp;
 
     const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
     const uint32_t kt_in = sh.n_in_pad / 16u, kt_out = sh.n_out_pad / 16u;
@@ -226,20 +191,23 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     if constexpr (!kShared)
         if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
 
-    // Shared memory (warp_train_smem_bytes): w_fwd | w_bwd | dW sums (one per
-    // warp, or the block's one) | turn counters (shared mode) | activation
+    // Shared memory (warp_train_smem_bytes): turn mbarriers (shared mode:
+    // warp-major, one per stripe) | w_fwd | w_bwd | dW sums (one per warp, or
+    // the block's one) | activation
     // slots of warps 0..kWarps-1 | input staging of warps 0..kWarps-1 (shared
     // mode).
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const size_t P = n_params_padded(sh);
     const uint32_t dw_copies = kShared ? 1u : kWarps;
-    const uint32_t n_turns = kShared ? (uint32_t)warp_train_turns(sh) : 0u;
-    uint2* s_fwd = reinterpret_cast<uint2*>(smem_raw);
+    const uint32_t n_stripes = kShared ? (uint32_t)warp_train_turns(sh) : 0u, n_bars = n_stripes * kWarps;
+    // (The barriers come first: at a fixed address, their addresses are cheap
+    // to recompute, which saves the 128-register build a few spills.)
+    uint64_t* s_bars = reinterpret_cast<uint64_t*>(smem_raw);
+    uint2* s_fwd = reinterpret_cast<uint2*>(s_bars + (n_bars + 1u) / 2u * 2u);
     uint2* s_bwd = s_fwd + P / 4;
     float* s_dw = reinterpret_cast<float*>(s_bwd + P / 4);
-    uint32_t* s_turns = reinterpret_cast<uint32_t*>(s_dw + dw_copies * P);
     const uint32_t act_slots = (uint32_t)warp_train_act_slots(sh, KT_IN);
-    uint4* s_act_all = reinterpret_cast<uint4*>(s_turns + (n_turns + 3u) / 4u * 4u);
+    uint4* s_act_all = reinterpret_cast<uint4*>(s_dw + dw_copies * P);
     uint4* s_act = s_act_all + (size_t)warp * act_slots * 32u + lane;
     float2* s_stage = reinterpret_cast<float2*>(s_act_all + (size_t)kWarps * act_slots * 32u) +
                       (size_t)warp * (KT_IN * 4u * 32u) + lane;
@@ -249,7 +217,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
         const uint32_t n16 = (uint32_t)(P * 2u / 16u);
         const uint4* src_f = reinterpret_cast<const uint4*>(p.w_fwd);
         const uint4* src_b = reinterpret_cast<const uint4*>(p.w_bwd);
-        uint4* dst = reinterpret_cast<uint4*>(smem_raw);
+        uint4* dst = reinterpret_cast<uint4*>(s_fwd);
         for (uint32_t i = threadIdx.x; i < n16; i += blockDim.x) {
             dst[i] = __ldg(src_f + i);
             dst[n16 + i] = __ldg(src_b + i);
@@ -258,9 +226,11 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
         for (uint32_t i = threadIdx.x; i < (uint32_t)(dw_copies * P / 4); i += blockDim.x)
             dw4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
         if constexpr (kShared)
-            for (uint32_t i = threadIdx.x; i < n_turns; i += blockDim.x) s_turns[i] = 0u;
+            for (uint32_t i = threadIdx.x; i < n_bars; i += blockDim.x) turn_init(s_bars + i);
         __syncthreads();
     }
+    // Shared mode: this warp's place in the turn order (turn_next_round each round).
+    TurnRing ring = turn_ring(s_bars, n_stripes, warp, kWarps);
     float4* dw_warp = reinterpret_cast<float4*>(s_dw + (kShared ? 0u : warp) * P) + lane;  // this lane's float4 of tile 0
     const uint2* wf = s_fwd + lane;
     const uint2* wb = s_bwd + lane;
@@ -302,7 +272,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
         return 0.f;
     };
 
-    for (; slab < n_slabs; slab += total_warps, ticket += kWarps) {
+    for (; slab < n_slabs; slab += total_warps, turn_next_round(ring)) {
         const uint32_t row0 = slab * kSlabRows;
         // ---- forward ----
         uint32_t h[1][KT][4];
@@ -407,7 +377,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                     }
                 }
                 accumulate_dw<1, KT, kShared>(dw_out + (size_t)chunk * NT * 32u, d, h[0], KT,
-                                              s_turns + (size_t)D * KT + chunk, ticket, lane);
+                                              ring, D * KT + chunk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; ++n)
                     warp_mma_16816(gacc[0][n], d[0], b_back[((size_t)n * kt_out + chunk) * 32u]);
@@ -444,7 +414,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                     for (int i = 0; i < 4; ++i) hp[j][i] = z_cur[j][i];
                     activate_fragments(hidden_act, hp[j]);
                 }
-                accumulate_dw<KT, KT, kShared>(dw_l, dl[0], hp, KT, s_turns + (size_t)l * KT, ticket, lane);
+                accumulate_dw<KT, KT, kShared>(dw_l, dl[0], hp, KT, ring, l * KT, lane);
                 warp_layer<1, KT, NT, true>(gacc, dl, wb + frag_offset(sh, l), KT, KT);
             } else {
                 uint32_t x[KT_IN][4];
@@ -453,7 +423,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                     const uint4 v = s_act[(size_t)kt * 32u];
                     x[kt][0] = v.x, x[kt][1] = v.y, x[kt][2] = v.z, x[kt][3] = v.w;
                 }
-                accumulate_dw<KT, KT_IN, kShared>(dw_l, dl[0], x, kt_in, s_turns, ticket, lane);
+                accumulate_dw<KT, KT_IN, kShared>(dw_l, dl[0], x, kt_in, ring, 0u, lane);
                 if (p.din != nullptr) {
 #pragma unroll 1
                     for (uint32_t chunk = 0; chunk < kt_in; ++chunk) {

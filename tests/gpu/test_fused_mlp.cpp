@@ -918,9 +918,12 @@ TEST(FusedMlpHost, WarpTrainingSharedMemory) {
     EXPECT_EQ(warp_train_smem_bytes(s, per_warp), 7168u * 4 + 4 * 7168u * 4 + 4 * 10 * 512);
     const WarpTrainVariant shared{2, WarpDwMode::Shared, 6};
     EXPECT_EQ(warp_train_turns(s), 9u);
-    // One sum per block, 9 turn counters (8 hidden stripes + 1 output chunk,
-    // padded to 48 B) and per warp 2 KB of input staging.
-    EXPECT_EQ(warp_train_smem_bytes(s, shared), 7168u * 4 + 7168u * 4 + 48 + 6 * (10 * 512 + 2048));
+    // One sum per block, 9 stripes (8 hidden + 1 output chunk) x 6 warps turn
+    // mbarriers of 8 B and per warp 2 KB of input staging.
+    EXPECT_EQ(warp_train_smem_bytes(s, shared), 7168u * 4 + 7168u * 4 + 9 * 6 * 8 + 6 * (10 * 512 + 2048));
+    // The planned W = 64 D2 variant, 2 blocks of 8 warps, still fits an SM.
+    const WarpTrainVariant s128{2, WarpDwMode::Shared128, 8};
+    EXPECT_LE(2 * (warp_train_smem_bytes(s, s128) + 1024), 228u * 1024);
     // An H200 SM has 228 KB of shared memory, 1 KB of it reserved per block:
     // two 6-warp blocks with shared sums fit, two 4-warp blocks with per-warp sums do not.
     EXPECT_LE(2 * (warp_train_smem_bytes(s, shared) + 1024), 228u * 1024);
