@@ -5,7 +5,7 @@
 // as the shared-sum warp training kernel does with its dW stripes:
 //   none     no ordering at all: a real race, racecheck must report it;
 //   counter  per-stripe turn counter, ld.acquire / st.release (the old kernel);
-//   mbar32   per-(warp, stripe) mbarrier, every lane arrives (the new kernel);
+//   mbar32   per-(warp, stripe) mbarrier, every lane arrives (the kernel now);
 //   mbar1    the same, lane 0 arrives after __syncwarp;
 //   named    bar.sync / bar.arrive between neighbouring warps (one hardware
 //            barrier id per warp, so one hand-off per round, not per stripe).
@@ -13,6 +13,9 @@
 //   racecheck_probe MODE [warps rounds blocks]
 // prints whether every float4 holds the expected sum and the time per turn.
 // Build: nvcc -std=c++17 -arch=sm_90 -lineinfo -I kernels bench/racecheck_probe.cu
+// (bench/racecheck_run.sh builds, checks and times it). Result on the H200
+// (compute-sanitizer of CUDA 13.0, 2 and 8 warps): racecheck reports none,
+// counter, mbar1 and named, and only mbar32 is clean; synccheck is clean.
 #include "warp_turn_device.cuh"
 
 #include <cuda_runtime.h>

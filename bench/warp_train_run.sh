@@ -54,8 +54,9 @@ if command -v compute-sanitizer > /dev/null; then
     --gtest_brief=1 --gtest_filter="${MEMCHECK_FILTER:-WarpTraining/*bwd_din_W64_D2_B127_*:WarpTraining/*l2_din_acc_sh12_W64_D2_B1001_*:WarpTraining/*l1_acc_s128x8_W64_D3_B4097_*:WarpTraining/*l2_din_W16_D1_B200003_*:WarpTraining/*bwd_din_acc_W32_D4_B1_*}" \
     > "$GC/memcheck.log" 2>&1
   note "memcheck: exit $?, $(grep -E 'ERROR SUMMARY' "$GC/memcheck.log" | tail -1), $(grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$GC/memcheck.log" | tr '\n' ' ')"
-  # The shared mode orders its weight-gradient updates with acquire/release
-  # turn counters, not barriers: racecheck shows whether it sees them.
+  # The shared mode hands its weight-gradient stripes from warp to warp with
+  # mbarriers, which racecheck models (bench/racecheck_run.sh has the wider
+  # racecheck runs).
   timeout "${T_RACECHECK:-20}" compute-sanitizer --tool racecheck --error-exitcode 99 "$BUILD/kernels/fusedngp_gpu_tests" \
     --gtest_brief=1 --gtest_filter="${RACECHECK_FILTER:-WarpTraining/*bwd_din_W64_D2_B127_*}" > "$GC/racecheck.log" 2>&1
   note "racecheck: exit $?, $(grep -E 'RACECHECK SUMMARY' "$GC/racecheck.log" | tail -1)"

@@ -76,13 +76,13 @@ FUSEDNGP_HD bool warp_train_variant_compiled(uint32_t width, const WarpTrainVari
     return false;
 }
 
-// Dynamic shared memory of the warp training kernel: both fp16 fragment
-// buffers (w_fwd, w_bwd), the fp32 weight-gradient sums (one per warp or one
-// per block), the turn mbarriers of the shared mode (8 bytes per 16-output
-// stripe of every layer and warp, padded to 16 bytes), per warp 16-byte-per-lane activation
-// slots for the input tiles (kt_in of the variant) and every hidden layer's
-// fp16 pre-activations (W / 16 k-tiles each), and in the shared mode per warp
-// the next slab's fp32 input (kt_in KB).
+// Dynamic shared memory of the warp training kernel: the turn mbarriers of
+// the shared mode (8 bytes per 16-output stripe of every layer and warp,
+// padded to 16 bytes), both fp16 fragment buffers (w_fwd, w_bwd), the fp32
+// weight-gradient sums (one per warp or one per block), per warp
+// 16-byte-per-lane activation slots for the input tiles (kt_in of the
+// variant) and every hidden layer's fp16 pre-activations (W / 16 k-tiles
+// each), and in the shared mode per warp the next slab's fp32 input (kt_in KB).
 FUSEDNGP_HD size_t warp_train_act_slots(const MlpShape& s, uint32_t kt_in_variant) {
     return kt_in_variant + (size_t)s.n_hidden * (s.width / 16u);
 }

@@ -81,9 +81,8 @@ __device__ __forceinline__ uint32_t transpose8x8(uint32_t x) {
 //   A = d^T (16 units x 16 rows): a0..a3 = T(d0), T(d2), T(d1), T(d3).
 //   B = h (16 rows x 8 inputs, n8 tile 2j + s): b0 = T(h_j[2s]), b1 = T(h_j[2s+1]).
 // SHARED: the sum is the block's; stripe stripe0 + mo is added to in this
-// warp's turn (see the file comment). The transposes happen
-// before the wait, so a warp holds a stripe only for its loads, products and
-// stores.
+// warp's turn (see the file comment). The transposes happen before the wait,
+// so a warp holds a stripe only for its loads, products and stores.
 template <int KT_D, int KT_H, bool SHARED>
 __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&d)[KT_D][4],
                                               const uint32_t (&h)[KT_H][4], uint32_t kt_h, const TurnRing& ring,
@@ -193,9 +192,8 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 
     // Shared memory (warp_train_smem_bytes): turn mbarriers (shared mode:
     // warp-major, one per stripe) | w_fwd | w_bwd | dW sums (one per warp, or
-    // the block's one) | activation
-    // slots of warps 0..kWarps-1 | input staging of warps 0..kWarps-1 (shared
-    // mode).
+    // the block's one) | activation slots of warps 0..kWarps-1 | input
+    // staging of warps 0..kWarps-1 (shared mode).
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const size_t P = n_params_padded(sh);
     const uint32_t dw_copies = kShared ? 1u : kWarps;

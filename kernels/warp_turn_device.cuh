@@ -3,34 +3,34 @@
 // Used by the shared-sum mode of the warp training kernel
 // (fused_mlp_warp_train_device.cuh) and by bench/racecheck_probe.cu.
 //
-// Why mbarriers: compute-sanitizer racecheck models mbarrier arrive (release)
-// and wait (acquire) as synchronisation, but not ld.acquire / st.release on a
-// counter, with which it reported every hand-off as a hazard
-// (docs/FUSED_MLP_DESIGN.md, "Warp training kernel at W = 64").
+// Why mbarriers: compute-sanitizer racecheck counts an mbarrier arrive by a
+// thread and a completed wait by another as ordering that thread's earlier
+// shared-memory accesses before the waiter's later ones; it does not model
+// ld.acquire / st.release on a turn counter, nor a bar.arrive -> bar.sync
+// hand-off, nor __syncwarp before one lane's arrive (bench/racecheck_probe.cu
+// and docs/FUSED_MLP_DESIGN.md, "Racecheck-clean turns").
 //
-// One mbarrier per (warp slot, stripe), arrival count kTurnArrivals. Warp w
-// takes its turn in round k once phase k of its own barrier is complete
-// (warp 0: phase k - 1), and gives it to warp w + 1 (warp n - 1: to warp 0)
-// by arriving on that warp's barrier. A parity wait (phase k & 1) is sound
-// because a barrier can never be two phases ahead of its waiter: phase k + 1
-// of warp w's barrier needs warp w - 1's round k + 1, which (around the ring)
-// needs warp w's round k. Nor can it be behind: phase k - 1 completed before
-// warp w's own round k - 1 began.
+// One mbarrier per (warp slot, stripe), arrival count 32: every lane arrives
+// after its own stores and waits itself, so each lane's stores are ordered
+// before the same lane's loads in the next warp (a lane only ever touches its
+// own elements of a stripe). Warp w takes its turn in round k once phase k of
+// its own barrier is complete (warp 0: phase k - 1), and gives it to warp
+// w + 1 (warp n - 1: to warp 0) by arriving on that warp's barrier. A parity
+// wait (phase k & 1) is sound because a barrier can never be two phases ahead
+// of its waiter: phase k + 1 of warp w's barrier needs warp w - 1's round
+// k + 1, which (around the ring) needs warp w's round k. Nor can it be behind:
+// phase k - 1 completed before warp w's own round k - 1 began. Warps that
+// leave early must be the last of the ring (see the kernel), so no warp ever
+// waits for one of them.
 #pragma once
 
 #include <cstdint>
 
-// Every lane arrives (count 32) by default, so that each lane's own stores are
-// released by its own arrive and acquired by the same lane of the next warp:
-// nothing relies on racecheck composing __syncwarp with the barrier.
-// FUSEDNGP_TURN_LANE0=1: lane 0 arrives after __syncwarp (count 1).
-#ifndef FUSEDNGP_TURN_LANE0
-#define FUSEDNGP_TURN_LANE0 0
-#endif
-
 namespace fusedngp::gpu::detail {
 
-constexpr uint32_t kTurnArrivals = FUSEDNGP_TURN_LANE0 ? 1u : 32u;
+// kArrivals = 1 (lane 0 arrives after __syncwarp) is kept for the probe only:
+// as fast, but racecheck reports its hand-offs.
+constexpr uint32_t kTurnArrivals = 32u;
 
 __device__ __forceinline__ uint32_t turn_smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -57,7 +57,7 @@ __device__ __forceinline__ bool turn_try_wait(uint32_t bar, uint32_t parity) {
 }
 
 // A turn order that never comes would hang the GPU: after ~2^22 suspended
-// polls (seconds; a real wait is microseconds) the kernel traps instead, which
+// polls (seconds at the 1 us hint; a real wait is microseconds) the kernel traps instead, which
 // the host sees as a launch failure. Out of line: the guard costs no registers.
 static __device__ __noinline__ void turn_wait_slow(uint32_t bar, uint32_t parity) {
     for (uint32_t polls = 0; !turn_try_wait(bar, parity); ++polls)
