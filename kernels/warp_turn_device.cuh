@@ -57,8 +57,9 @@ __device__ __forceinline__ bool turn_try_wait(uint32_t bar, uint32_t parity) {
 }
 
 // A turn order that never comes would hang the GPU: after ~2^22 suspended
-// polls (seconds at the 1 us hint; a real wait is microseconds) the kernel traps instead, which
-// the host sees as a launch failure. Out of line: the guard costs no registers.
+// polls (seconds at the 1 us hint; a real wait is microseconds) the kernel
+// traps instead, which the host sees as a launch failure. Out of line: the
+// guard costs no registers.
 static __device__ __noinline__ void turn_wait_slow(uint32_t bar, uint32_t parity) {
     for (uint32_t polls = 0; !turn_try_wait(bar, parity); ++polls)
         if (polls > (1u << 22)) __trap();
