@@ -647,6 +647,17 @@ TEST(FusedMlp, InferenceKernelChoice) {
     FusedMlpTuning tile;
     tile.tile_inference = true;
     EXPECT_FALSE(warp_plan(32, 16, tile));
+    // Automatic flavour: ReLU compiled in where the network is ReLU/None,
+    // 16-byte I/O with weights in smem, no cp.async ring; weights in L1:
+    // flavour 0.
+    auto flavor = [](Activation hidden, FusedMlpTuning t = {}) {
+        return FusedMlp(FusedMlpConfig{32, 16, 32, 2, hidden, Activation::None}, t).inference_plan().warp_variant.flavor;
+    };
+    EXPECT_EQ(flavor(Activation::ReLU), kWarpRelu | kWarpVec4);
+    EXPECT_EQ(flavor(Activation::SiLU), kWarpVec4);
+    FusedMlpTuning l1;
+    l1.warp_weights_in_smem = 0;
+    EXPECT_EQ(flavor(Activation::ReLU, l1), 0);
 }
 
 // ---- Warp training kernel against the block-tile kernel ------------------------------
