@@ -15,13 +15,16 @@
 // and writes CSV.
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
-//                           [--csv file] [--variants] [--ceilings] [--inference-ab]
+//                           [--csv file] [--variants] [--ceilings] [--inference-ab [--batches N,..]]
 //                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576]]
 //
-// --inference-ab times inference only, for the warp kernel (default plan and
-// its slab / weight-placement variants) against the block-tile kernel
-// (FusedMlpTuning::tile_inference), every variant twice in interleaved
-// order so that the spread of one variant shows the noise.
+// --inference-ab times inference only, for the warp kernel (default plan,
+// flavour 0 = the kernel before the flavours, each flavour (ReLU compiled in,
+// 16-byte I/O, cp.async input ring), 16-row slabs, a full grid instead of the
+// persistent one, and the slab / weight-placement variants) against the
+// block-tile kernel (FusedMlpTuning::tile_inference) and an I/O-only kernel,
+// at --batches (default --batch), every variant twice in interleaved order
+// so that the spread of one variant shows the noise.
 //
 // --train-ab times training only, the warp training kernel (its planned
 // variant at W = 16/32/64, forced for every batch) against the block-tile
@@ -205,6 +208,123 @@ void measure_ceilings() {
     cublasDestroy(h);
 }
 
+// The I/O alone of one inference call (n_in % 4 == 0, n_out % 4 == 0,
+// n_in >= n_out): every input float read once, every output float written
+// once, 16-byte streaming accesses, one thread per 4 outputs, one launch of
+// batch * n_out / 4 threads. A reference for what plain streaming code gets
+// at this batch (launch, ramp and tail included), not a bound: on the H200 it
+// reached 77.6 % of the copy-ceiling bound at 2^20 rows, below the warp
+// kernel's flavour 3 (86.6 %), and 92.4 % at 2^22.
+__global__ void io_only_kernel(const float* __restrict__ in, float* __restrict__ out, uint32_t batch,
+                               uint32_t n_in, uint32_t n_out) {
+    const uint32_t groups = n_out / 4u, in_groups = n_in / 4u;
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (uint64_t)batch * groups) return;
+    const uint32_t r = (uint32_t)(i / groups), j = (uint32_t)(i % groups);
+    const float4* src = reinterpret_cast<const float4*>(in + (size_t)r * n_in);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (uint32_t q = j; q < in_groups; q += groups) {
+        const float4 v = __ldcs(src + q);
+        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+    }
+    __stcs(reinterpret_cast<float4*>(out + (size_t)r * n_out) + j, acc);
+}
+
+// --inference-ab: the warp kernel's flavours and grid shapes (see the
+// usage note at the top) against flavour 0 (the kernel before them) and the
+// block-tile kernel, at every width and batch, each variant twice in
+// interleaved order, plus the I/O-only kernel as a streaming reference.
+void run_inference_ab(const Options& opt, const std::vector<uint32_t>& batches, const std::vector<DeviceMemory>& inputs,
+                      DeviceMemory& out) {
+    struct AbVariant {
+        std::string name;
+        FusedMlpTuning tuning;
+    };
+    auto flavor = [](int f, int mt = 0, bool full = false) {
+        FusedMlpTuning t;
+        t.warp_flavor = f;
+        t.row_tiles_per_warp = mt;
+        t.warp_full_grid = full;
+        return t;
+    };
+    std::vector<AbVariant> ab = {{"warp", {}}, {"f0", flavor(0)}, {"tile", {}}};
+    ab[2].tuning.tile_inference = true;
+    ab.push_back({"f1_relu", flavor(1)});
+    ab.push_back({"f2_vec4", flavor(2)});
+    ab.push_back({"f3_v4relu", flavor(3)});
+    ab.push_back({"f6_stage", flavor(6)});
+    ab.push_back({"f7_stgrelu", flavor(7)});
+    ab.push_back({"f7_s16", flavor(7, 1)});
+    ab.push_back({"f3_s16", flavor(3, 1)});
+    ab.push_back({"f0_full", flavor(0, 0, true)});
+    ab.push_back({"f3_full", flavor(3, 0, true)});
+    for (int mt : {1, 2})
+        for (int smem : {0, 1}) {
+            FusedMlpTuning t = flavor(0, mt);
+            t.warp_weights_in_smem = smem;
+            ab.push_back({"f0_s" + std::to_string(16 * mt) + (smem ? "_smem" : "_l1"), t});
+        }
+    struct AbRow {
+        std::string variant;
+        uint32_t width, batch;
+        int round;
+        double ms;
+        std::string plan;
+    };
+    std::vector<AbRow> rows;
+    const double bound_bytes = 4.0 * (opt.n_in + opt.n_out);
+    const bool io_ok = opt.n_in % 4 == 0 && opt.n_out % 4 == 0 && opt.n_in >= opt.n_out;
+    for (uint32_t B : batches) {
+        if (io_ok)
+            for (int round = 0; round < 2; ++round) {
+                const uint32_t threads = 256, blocks = (uint32_t)(((uint64_t)B * (opt.n_out / 4) + threads - 1) / threads);
+                const double ms = time_median_ms(kWarmup, opt.reps, [&](int i) {
+                    io_only_kernel<<<blocks, threads>>>(inputs[i % kRotations].as<float>(), out.as<float>(), B,
+                                                        opt.n_in, opt.n_out);
+                });
+                FUSEDNGP_CUDA_CHECK(cudaGetLastError());
+                rows.push_back({"io_only", 0, B, round, ms, "I/O only"});
+            }
+        for (uint32_t w : opt.widths)
+            for (int round = 0; round < 2; ++round)
+                for (size_t k = 0; k < ab.size(); ++k) {
+                    const AbVariant& v = ab[round == 0 ? k : ab.size() - 1 - k];
+                    FusedMlpConfig cfg{opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None};
+                    FusedMlp mlp(cfg, v.tuning);
+                    if (v.name != "tile" && !mlp.inference_plan().warp) continue;  // W >= 128: no warp kernel
+                    mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
+                    const double ms = time_median_ms(kWarmup, opt.reps, [&](int i) {
+                        mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
+                    });
+                    FUSEDNGP_CUDA_CHECK(cudaGetLastError());
+                    rows.push_back({v.name, w, B, round, ms, mlp.describe()});
+                    if (round == 0 && B == batches.front()) std::printf("%s W=%u: %s\n", v.name.c_str(), w, mlp.describe().c_str());
+                    std::printf("row %s %u %u r%d %.4f ms %.3f G/s\n", v.name.c_str(), w, B, round, ms, B / (ms * 1e-3) / 1e9);
+                    std::fflush(stdout);
+                }
+    }
+    std::printf("\nnetwork %u -> %u x W -> %u, ReLU, median of %d; %% of the I/O bound at %.0f B/sample and 4.25 TB/s "
+                "(io_only: the I/O alone, W 0)\n", opt.n_in, opt.depth, opt.n_out, opt.reps, bound_bytes);
+    std::printf("%-14s %4s %8s %3s %9s %11s %8s\n", "variant", "W", "batch", "r", "ms", "Gsamples/s", "% bound");
+    for (const AbRow& r : rows) {
+        const double sps = r.batch / (r.ms * 1e-3);
+        std::printf("%-14s %4u %8u %3d %9.4f %11.3f %7.1f%%\n", r.variant.c_str(), r.width, r.batch, r.round, r.ms,
+                    sps / 1e9, 100.0 * sps * bound_bytes / 4.25e12);
+    }
+    if (!opt.csv.empty()) {
+        FILE* f = std::fopen(opt.csv.c_str(), "w");
+        if (f != nullptr) {
+            std::fprintf(f, "variant,width,batch,round,ms,samples_per_s,pct_bound,plan\n");
+            for (const AbRow& r : rows) {
+                const double sps = r.batch / (r.ms * 1e-3);
+                std::fprintf(f, "%s,%u,%u,%d,%.6f,%.6e,%.2f,\"%s\"\n", r.variant.c_str(), r.width, r.batch, r.round,
+                             r.ms, sps, 100.0 * sps * bound_bytes / 4.25e12, r.plan.c_str());
+            }
+            std::fclose(f);
+        }
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -226,45 +346,7 @@ int main(int argc, char** argv) {
     DeviceMemory out((size_t)B * opt.n_out * sizeof(float)), din((size_t)B * opt.n_in * sizeof(float));
 
     if (opt.inference_ab) {
-        struct AbVariant {
-            std::string name;
-            FusedMlpTuning tuning;
-        };
-        std::vector<AbVariant> ab = {{"warp", {}}, {"tile", {}}};
-        ab[1].tuning.tile_inference = true;
-        for (int mt : {1, 2})
-            for (int smem : {0, 1}) {
-                FusedMlpTuning t;
-                t.row_tiles_per_warp = mt;
-                t.warp_weights_in_smem = smem;
-                ab.push_back({"warp_s" + std::to_string(16 * mt) + (smem ? "_smem" : "_l1"), t});
-            }
-        std::vector<Row> ab_rows;
-        const double bound_bytes = 4.0 * (opt.n_in + opt.n_out);
-        for (uint32_t w : opt.widths) {
-            const double fwd_flop = 2 * mlp_macs_per_sample(opt.n_in, w, opt.depth, opt.n_out) * B;
-            for (int round = 0; round < 2; ++round)
-                for (size_t k = 0; k < ab.size(); ++k) {
-                    const AbVariant& v = ab[round == 0 ? k : ab.size() - 1 - k];
-                    FusedMlpConfig cfg{opt.n_in, opt.n_out, w, opt.depth, Activation::ReLU, Activation::None};
-                    FusedMlp mlp(cfg, v.tuning);
-                    if (v.name != "tile" && !mlp.inference_plan().warp) continue;  // W >= 128: no warp kernel
-                    mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
-                    const double ms = time_median_ms(kWarmup, opt.reps, [&](int i) {
-                        mlp.inference(inputs[i % kRotations].as<float>(), out.as<float>(), B, nullptr);
-                    });
-                    ab_rows.push_back({v.name, w, "inference r" + std::to_string(round), ms, B / (ms * 1e-3),
-                                       fwd_flop / (ms * 1e-3) / 1e12, mlp.describe()});
-                    if (round == 0) std::printf("%s W=%u: %s\n", v.name.c_str(), w, mlp.describe().c_str());
-                }
-        }
-        std::printf("\nnetwork %u -> %u x W -> %u, ReLU, batch %u, median of %d; %% of the I/O bound at %.0f B/sample "
-                    "and 4.25 TB/s\n", opt.n_in, opt.depth, opt.n_out, B, opt.reps, bound_bytes);
-        std::printf("%-14s %5s %-14s %10s %12s %8s\n", "variant", "W", "pass", "ms", "Gsamples/s", "% bound");
-        for (const Row& r : ab_rows)
-            std::printf("%-14s %5u %-14s %10.4f %12.3f %7.1f%%\n", r.variant.c_str(), r.width, r.pass.c_str(), r.ms,
-                        r.samples_per_s / 1e9, 100.0 * r.samples_per_s * bound_bytes / 4.25e12);
-        if (!opt.csv.empty()) write_rows_csv(opt.csv, ab_rows);
+        run_inference_ab(opt, batches, inputs, out);
         return 0;
     }
 

@@ -22,12 +22,12 @@ rc=$?
 # The warp kernels' registers (ptxas), one line per kernel, and the SASS
 # instruction mix of the W16 default kernel.
 awk '/Compiling entry function/{f=$0} /Used [0-9]+ registers/{ if (f ~ /warp_inference/) print f " :: " $0 }' "$GC/build.log" \
-  | sed -E "s/.*warp_inference_kernelIL(i[0-9]+)ELi([0-9])ELi([0-9])ELb([01]).*:: +ptxas info +: /W\1 MT\2 KTIN\3 SMEM\4 /" \
+  | sed -E "s/.*warp_inference_kernelIL(i[0-9]+)ELi([0-9])ELi([0-9])ELb([01])ELi([0-9])E.*:: +ptxas info +: /W\1 MT\2 KTIN\3 SMEM\4 F\5 /" \
   | sort -u > "$OUT/ptxas_warp.txt"
 echo "kernels with a ptxas report: $(grep -cE 'Used [0-9]+ registers' "$GC/build.log")" >> "$OUT/ptxas_warp.txt"
 if command -v cuobjdump > /dev/null; then
-  echo "== SASS opcode mix, W16 MT2 KTIN2 SMEM1" >> "$OUT/ptxas_warp.txt"
-  cuobjdump -sass -fun '_ZN8fusedngp3gpu6detail31fused_mlp_warp_inference_kernelILi16ELi2ELi2ELb1EEEvNS0_10KernelArgsE' \
+  echo "== SASS opcode mix, W16 MT2 KTIN2 SMEM1 F0" >> "$OUT/ptxas_warp.txt"
+  cuobjdump -sass -fun '_ZN8fusedngp3gpu6detail31fused_mlp_warp_inference_kernelILi16ELi2ELi2ELb1ELi0EEEvNS0_10KernelArgsE' \
     "$BUILD/kernels/libfusedngp_gpu.a" 2>&1 | grep -oE '^ +/\*[0-9a-f]{4}\*/ +[A-Z0-9_.]+' | awk '{print $2}' \
     | sort | uniq -c | sort -rn | head -40 >> "$OUT/ptxas_warp.txt"
 fi

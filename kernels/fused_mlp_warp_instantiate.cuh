@@ -8,18 +8,31 @@
 namespace fusedngp::gpu {
 
 namespace detail {
-template <int W, int MT, bool SMEM_W>
+template <int W, int MT, bool SMEM_W, int FLAVOR>
 const void* warp_kernel_kt(int kt_in) {
     switch (kt_in) {
-    case 1: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 1, SMEM_W>;
-    case 2: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 2, SMEM_W>;
-    default: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 4, SMEM_W>;
+    case 1: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 1, SMEM_W, FLAVOR>;
+    case 2: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 2, SMEM_W, FLAVOR>;
+    default: return (const void*)fused_mlp_warp_inference_kernel<W, MT, 4, SMEM_W, FLAVOR>;
+    }
+}
+// The flavours of warp_flavor_compiled (nullptr for the others).
+template <int W, int MT>
+const void* warp_kernel_mt(const WarpKernelVariant& v) {
+    if (!v.weights_in_smem) return v.flavor == 0 ? warp_kernel_kt<W, MT, false, 0>(v.kt_in) : nullptr;
+    switch (v.flavor) {
+    case 0: return warp_kernel_kt<W, MT, true, 0>(v.kt_in);
+    case 1: return warp_kernel_kt<W, MT, true, 1>(v.kt_in);
+    case 2: return warp_kernel_kt<W, MT, true, 2>(v.kt_in);
+    case 3: return warp_kernel_kt<W, MT, true, 3>(v.kt_in);
+    case 6: return warp_kernel_kt<W, MT, true, 6>(v.kt_in);
+    case 7: return warp_kernel_kt<W, MT, true, 7>(v.kt_in);
+    default: return nullptr;
     }
 }
 template <int W>
 const void* warp_kernel(const WarpKernelVariant& v) {
-    if (v.mt == 1) return v.weights_in_smem ? warp_kernel_kt<W, 1, true>(v.kt_in) : warp_kernel_kt<W, 1, false>(v.kt_in);
-    return v.weights_in_smem ? warp_kernel_kt<W, 2, true>(v.kt_in) : warp_kernel_kt<W, 2, false>(v.kt_in);
+    return v.mt == 1 ? warp_kernel_mt<W, 1>(v) : warp_kernel_mt<W, 2>(v);
 }
 } // namespace detail
 
@@ -27,6 +40,7 @@ template <int W>
 cudaError_t prepare_warp_inference(const WarpKernelVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                    size_t smem_bytes, KernelInfo* info) {
     const void* kernel = detail::warp_kernel<W>(v);
+    if (kernel == nullptr) return cudaErrorInvalidValue;
     return prepare_kernel(kernel, kWarpKernelThreads, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
 
@@ -34,6 +48,7 @@ template <int W>
 cudaError_t launch_warp_inference(const KernelArgs& args, const WarpKernelVariant& v, uint32_t grid,
                                   size_t smem_bytes, cudaStream_t stream) {
     const void* kernel = detail::warp_kernel<W>(v);
+    if (kernel == nullptr) return cudaErrorInvalidValue;
     void* params[] = {const_cast<KernelArgs*>(&args)};
     return cudaLaunchKernel(kernel, dim3(grid), dim3(kWarpKernelThreads), params, smem_bytes, stream);
 }

@@ -21,13 +21,45 @@ constexpr int kWarpKernelThreads = 128;
 // use the block-tile kernel (FusedMlp::plan_warp_inference).
 constexpr uint32_t kMaxWarpInputTiles = 4;
 
+// Flavour bits of the warp inference kernel (WarpKernelVariant::flavor;
+// docs/FUSED_MLP_DESIGN.md, "Warp inference flavours").
+enum WarpFlavor : int {
+    // Hidden ReLU and output None compiled in: no runtime activation switch
+    // (the switch's call paths cost issue slots even when not taken).
+    kWarpRelu = 1,
+    // 16-byte input loads and output stores. A lane's fragment columns
+    // (2t, 2t+1, 2t+8, 2t+9) become 4 consecutive columns (4t..4t+3) by
+    // permuting layer 0's k and the output layer's n inside every 16-column
+    // group while the weights are staged (so weights in smem only).
+    kWarpVec4 = 2,
+    // The input goes global -> shared memory by cp.async into a per-warp
+    // ring of warp_stage_slabs(mt) slabs, issued that many slabs ahead:
+    // more bytes in flight and no registers held for them. Needs kWarpVec4
+    // and n_in == 16 * kt_in (slab rows contiguous in global memory).
+    kWarpStage = 4,
+};
+// Flavours compiled: 0 with either weight placement, the others with weights
+// in shared memory only.
+FUSEDNGP_HD bool warp_flavor_compiled(bool weights_in_smem, int flavor) {
+    if (flavor == 0) return true;
+    return weights_in_smem && (flavor == 1 || flavor == 2 || flavor == 3 || flavor == 6 || flavor == 7);
+}
+// Slabs in flight per warp in the kWarpStage ring: 8 KB per warp at
+// 32 -> W (both slab heights).
+FUSEDNGP_HD constexpr int warp_stage_slabs(int mt) { return mt == 2 ? 2 : 4; }
+FUSEDNGP_HD size_t warp_stage_bytes_per_warp(int mt, int kt_in) {
+    return (size_t)warp_stage_slabs(mt) * 16u * mt * 16u * kt_in * sizeof(float);
+}
+
 // Variant of the warp kernel: rows per warp slab 16 * mt (mt = 1 or 2),
 // input k16 tiles kt_in (1, 2 or 4; n_in_pad / 16 rounded up to one of
-// these), weights staged in shared memory or read through L1.
+// these), weights staged in shared memory or read through L1, flavour bits
+// (WarpFlavor).
 struct WarpKernelVariant {
     int mt = 1;
     int kt_in = 2;
     bool weights_in_smem = false;
+    int flavor = 0;
 };
 
 // prepare_kernel (fused_mlp_launch.h) for the warp inference kernel variant

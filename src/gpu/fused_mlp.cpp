@@ -191,6 +191,27 @@ int FusedMlp::warp_input_tiles() const {
     return kt <= 1 ? 1 : (kt <= 2 ? 2 : 4);
 }
 
+// The warp kernel's flavour bits (WarpFlavor) for a weight placement: the
+// automatic choice or FusedMlpTuning::warp_flavor, less what the shape or
+// placement cannot use: kWarpRelu needs hidden ReLU and output None,
+// kWarpVec4 weights in smem, kWarpStage kWarpVec4 and n_in == 16 * kt_in
+// (contiguous slab rows); weights through L1 run flavour 0 only (the others
+// are not compiled for it: warp_flavor_compiled). Automatic: ReLU and 16-byte
+// I/O, no cp.async ring. H200 A/B at eca1e18 (32 -> W x 2 -> 16, 2^20 rows):
+// flavour 3 19.2 / 18.6 / 15.2 G/s at W 16 / 32 / 64 against 17.2 / 16.2 /
+// 12.6 for flavour 0; the ring (7) 18.9 / 18.3 / 15.0, and 3-4 % behind 3 at
+// 2^22 rows (docs/FUSED_MLP_DESIGN.md, "Warp inference flavours").
+constexpr int kAutoWarpFlavor = kWarpRelu | kWarpVec4;
+int FusedMlp::warp_flavor_for(bool weights_in_smem, int kt_in) const {
+    if (!weights_in_smem) return 0;
+    int eligible = 0;
+    if (shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None) eligible |= kWarpRelu;
+    eligible |= kWarpVec4;
+    if (shape_.n_in == 16u * (uint32_t)kt_in) eligible |= kWarpStage;
+    const int wanted = tuning_.warp_flavor >= 0 ? tuning_.warp_flavor : kAutoWarpFlavor;
+    return wanted & eligible;
+}
+
 // The register-resident warp kernel (kernels/fused_mlp_warp_device.cuh) for
 // W <= 64 and n_in <= 64 (wider inputs would not fit in registers one slab
 // ahead: they fall back to the block-tile kernel, as does W >= 128, whose
@@ -202,7 +223,9 @@ int FusedMlp::warp_input_tiles() const {
 // rows resident per SM. H200 run 1 (32 -> W x 2 -> 16, batch 2^20): W16 and
 // W32 fastest with 32-row slabs (5 and 4 blocks/SM), W64 with 16-row slabs
 // and weights in shared memory (12.5 G/s against 10.3 for 32-row slabs at
-// 3 blocks/SM: the mma chains need the warps).
+// 3 blocks/SM: the mma chains need the warps). The flavour bits come from
+// warp_flavor_for; the cp.async ring's shared memory (when forced) counts
+// towards the blocks per SM like the weights.
 bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     constexpr size_t kWarpSmemWeightsMax = 48 * 1024;
     constexpr int kMinWarpBlocks = 4;
@@ -222,10 +245,13 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
             PassPlan p;
             p.warp = true;
             p.block_warps = kWarpKernelThreads / 32;
-            p.warp_variant = {mt, kt_in, in_smem};
+            p.warp_variant = {mt, kt_in, in_smem, warp_flavor_for(in_smem, kt_in)};
             p.rows_per_tile = 16u * mt;
             p.row_tiles_per_warp = mt;
             p.smem_bytes = in_smem ? weight_bytes : 0;
+            if (p.warp_variant.flavor & kWarpStage)
+                p.smem_bytes += (size_t)p.block_warps * warp_stage_bytes_per_warp(mt, kt_in);
+            if (p.smem_bytes > max_smem_per_block_) continue;
             with_width(shape_.width, [&](auto w) {
                 if constexpr (decltype(w)::value <= 64)
                     FUSEDNGP_CUDA_CHECK((prepare_warp_inference<decltype(w)::value>(
@@ -410,7 +436,8 @@ void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaSt
         // Persistent grid: at most the resident blocks, each warp one slab
         // per step (n_tiles counts slabs here).
         const uint32_t warps_per_block = (uint32_t)inference_plan_.warps_per_block();
-        const uint32_t grid = std::min(ceil_div(args.n_tiles, warps_per_block), inference_plan_.max_blocks);
+        const uint32_t all = ceil_div(args.n_tiles, warps_per_block);
+        const uint32_t grid = tuning_.warp_full_grid ? all : std::min(all, inference_plan_.max_blocks);
         with_width(shape_.width, [&](auto w) {
             if constexpr (decltype(w)::value <= 64)
                 FUSEDNGP_CUDA_CHECK(launch_warp_inference<decltype(w)::value>(
@@ -501,7 +528,10 @@ std::string FusedMlp::describe() const {
         }
         if (p.warp) {
             os << name << ": warp kernel (activations in registers), " << 16 * p.row_tiles_per_warp
-               << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", "
+               << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", flavour "
+               << p.warp_variant.flavor << ((p.warp_variant.flavor & kWarpRelu) ? " relu" : "")
+               << ((p.warp_variant.flavor & kWarpVec4) ? " vec4" : "") << ((p.warp_variant.flavor & kWarpStage) ? " stage" : "")
+               << (tuning_.warp_full_grid ? ", full grid" : "") << ", "
                << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
                << " B local, " << p.kernel.blocks_per_sm << " blocks/SM of " << kWarpKernelThreads << " threads";
             return;

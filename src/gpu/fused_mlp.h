@@ -77,6 +77,13 @@ struct FusedMlpTuning {
     // Warp kernel: weights staged in shared memory once per block (1), read
     // through L1 (0), or chosen automatically (-1).
     int warp_weights_in_smem = -1;
+    // Warp kernel flavour bits (WarpFlavor in kernels/fused_mlp_warp_launch.h;
+    // -1 = automatic). Bits the shape or the weight placement cannot use are
+    // dropped (FusedMlp::warp_flavor_for).
+    int warp_flavor = -1;
+    // Warp kernel grid of one slab per warp (every slab's warp launched at
+    // once) instead of the persistent grid of resident blocks.
+    bool warp_full_grid = false;
     // Training (backward, train_step) at W = 16/32/64 (n_in <= 64) has a
     // register-resident warp training kernel
     // (kernels/fused_mlp_warp_train_device.cuh) when it keeps at least 8
@@ -195,6 +202,7 @@ private:
     PassPlan plan_pass(bool training) const;
     // The warp kernel's plan, or false when the network does not suit it.
     bool plan_warp_inference(PassPlan& plan) const;
+    int warp_flavor_for(bool weights_in_smem, int kt_in) const;
     // The warp training kernel's plan, or false (then the block-tile kernel).
     bool plan_warp_training(PassPlan& plan) const;
     int carveout_percent() const;

@@ -424,6 +424,16 @@ TEST(FusedMlp, DeterministicAndGraphCapturable) {
 // adds tile_inference. Batches: 1 (one partial slab), 127, 200003 (several
 // slabs per warp: the input pipeline), 1000003 (4098 rows compared).
 
+// The flavour bits a forced FusedMlpTuning::warp_flavor keeps (the rules
+// of FusedMlp::warp_flavor_for, restated).
+int expected_warp_flavor(const Case& c, const FusedMlp::PassPlan& plan) {
+    if (!plan.warp_variant.weights_in_smem) return 0;
+    int f = c.tuning.warp_flavor;
+    if (c.hidden != Activation::ReLU || c.output != Activation::None) f &= ~kWarpRelu;
+    if (c.n_in != 16u * (uint32_t)plan.warp_variant.kt_in) f &= ~kWarpStage;
+    return f;
+}
+
 void check_warp_against_tile(const Case& c) {
     std::mt19937_64 rng(c.seed * 104729 + c.width * 131 + c.depth);
     const reference::MlpDims d = dims_of(c);
@@ -442,6 +452,10 @@ void check_warp_against_tile(const Case& c) {
     }
     if (c.tuning.warp_weights_in_smem >= 0) {
         EXPECT_EQ(warp.inference_plan().warp_variant.weights_in_smem, c.tuning.warp_weights_in_smem == 1);
+    }
+    if (c.tuning.warp_flavor >= 0) {
+        EXPECT_EQ(warp.inference_plan().warp_variant.flavor, expected_warp_flavor(c, warp.inference_plan()))
+            << warp.describe();
     }
     const std::vector<float> params_f = to_float(params);
     warp.set_params(params_f.data());
@@ -474,6 +488,49 @@ void check_warp_against_tile(const Case& c) {
     EXPECT_LE(e_tile, c.fwd_tol) << case_name(c);
     EXPECT_LE(e_ab, c.fwd_tol) << case_name(c) << " " << warp.describe();
     std::printf("[ errors ] %-52s warp %.2e  tile %.2e  warp-tile %.2e\n", case_name(c).c_str(), e_warp, e_tile, e_ab);
+}
+
+// The warp kernel's flavours (WarpFlavor), forced: each one at both slab
+// heights with several slabs per warp (the cp.async ring wraps many times),
+// the ring at batches of one partial slab, 127 and 1000003 rows, at input
+// widths 16 (one k-tile, no swizzle) and 64, with scalar and odd-chunk
+// outputs; 16-byte loads with scalar fallbacks (n_in 17, 3) and three
+// k-tiles (40, where the ring is dropped); the full grid.
+template <typename Add, typename Last>
+void add_flavor_cases(uint32_t w, Add add, Last last) {
+    const Activation relu = Activation::ReLU, none = Activation::None;
+    auto flavored = [&](int flavor, bool full_grid) {
+        last().tuning.warp_flavor = flavor;
+        last().tuning.warp_full_grid = full_grid;
+    };
+    for (int f : {1, 2, 3, 6, 7})
+        for (int mt : {1, 2}) {
+            const bool relu_flavor = (f & kWarpRelu) != 0;
+            const std::string label = "f" + std::to_string(f) + "s" + std::to_string(16 * mt) + "_";
+            add(w, relu_flavor ? 2 : 3, 200003, 32, 16, relu_flavor ? relu : Activation::SiLU,
+                relu_flavor ? none : Activation::Sigmoid, mt, 1, label.c_str());
+            flavored(f, false);
+        }
+    for (uint32_t batch : {1u, 127u, 1000003u}) {
+        add(w, 2, batch, 32, 16, relu, none, 0, 1, "f7_");
+        flavored(7, false);
+    }
+    add(w, 2, 1001, 16, 5, relu, none, 0, 1, "f7pad_");
+    flavored(7, false);
+    add(w, 2, 1001, 64, 70, relu, none, 0, 1, "f7pad_");
+    flavored(7, false);
+    add(w, 2, 1001, 16, 70, Activation::Tanh, Activation::Softplus, 0, 1, "f6pad_");
+    flavored(6, false);
+    add(w, 2, 1001, 40, 16, relu, none, 0, 1, "f7pad_");  // kt_in 3: no ring, 16-byte loads
+    flavored(7, false);
+    add(w, 2, 1001, 17, 5, relu, none, 0, 1, "f3pad_");   // scalar loads and stores
+    flavored(3, false);
+    add(w, 4, 1001, 3, 1, Activation::LeakyReLU, none, 0, 1, "f2pad_");
+    flavored(2, false);
+    for (int f : {0, 3}) {
+        add(w, 2, 200003, 32, 16, relu, none, 0, 1, f == 0 ? "f0full_" : "f3full_");
+        flavored(f, true);
+    }
 }
 
 std::vector<Case> warp_cases() {
@@ -515,6 +572,7 @@ std::vector<Case> warp_cases() {
         add(w, 4, 1001, 64, 16, Activation::Sigmoid, Activation::Squareplus, 1, 0, "pad_");
         add(w, 4, 1001, 64, 16, Activation::Squareplus, Activation::SiLU, 2, 1, "pad_");
         add(w, 16, 127, 3, 1, relu, none, 1, 1, "pad_");
+        add_flavor_cases(w, add, [&]() -> Case& { return cases.back(); });
     }
     return cases;
 }
@@ -528,6 +586,51 @@ TEST_P(FusedMlpWarpVsTile, SameOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(WarpInference, FusedMlpWarpVsTile, ::testing::ValuesIn(warp_cases()),
                          [](const ::testing::TestParamInfo<Case>& param_info) { return case_name(param_info.param); });
+
+// Input and output pointers off the 16-byte grid (one float in): the
+// 16-byte flavours fall back to 4-byte cp.async copies (ring) and scalar
+// loads and stores. Each flavour against flavour 0 on aligned buffers.
+TEST(FusedMlp, WarpInferenceMisalignedFlavors) {
+    SKIP_WITHOUT_GPU();
+    std::mt19937_64 rng(77);
+    const uint32_t batch = 20011, n_in = 32, n_out = 16;
+    for (uint32_t w : {16u, 32u, 64u}) {
+        const FusedMlpConfig cfg{n_in, n_out, w, 2, Activation::ReLU, Activation::None};
+        reference::MlpDims d;
+        d.n_in = n_in, d.width = w, d.n_hidden = 2, d.n_out = n_out;
+        const std::vector<float> params = to_float(random_params(d, rng));
+        const std::vector<float> in = to_float(random_values((size_t)batch * n_in, 1.0, true, rng));
+        std::vector<float> in_off(in.size() + 1, 0.f);
+        std::copy(in.begin(), in.end(), in_off.begin() + 1);
+        DeviceFloats d_in(in), d_in_off(in_off), d_ref((size_t)batch * n_out), d_out((size_t)batch * n_out + 1);
+        FusedMlpTuning t0;
+        t0.warp_flavor = 0;
+        FusedMlp ref(cfg, t0);
+        ref.set_params(params.data());
+        ref.inference(d_in.ptr(), d_ref.ptr(), batch, nullptr);
+        const std::vector<float> y0 = d_ref.download();
+        for (int f : {3, 7}) {
+            FusedMlpTuning t;
+            t.warp_flavor = f;
+            t.warp_weights_in_smem = 1;
+            FusedMlp mlp(cfg, t);
+            ASSERT_EQ(mlp.inference_plan().warp_variant.flavor, f) << mlp.describe();
+            mlp.set_params(params.data());
+            d_out.poison();
+            mlp.inference(d_in_off.ptr() + 1, d_out.ptr() + 1, batch, nullptr);
+            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+            const std::vector<float> y_off = d_out.download();
+            const std::vector<float> y(y_off.begin() + 1, y_off.end());
+            ASSERT_TRUE(all_finite(y)) << "W" << w << " flavour " << f;
+            double num = 0, den = 0;
+            for (size_t i = 0; i < y.size(); ++i) {
+                num += ((double)y[i] - y0[i]) * ((double)y[i] - y0[i]);
+                den += (double)y0[i] * y0[i];
+            }
+            EXPECT_LE(std::sqrt(num / den), 1e-3) << "W" << w << " flavour " << f;
+        }
+    }
+}
 
 // Which inference kernel the planner picks.
 TEST(FusedMlp, InferenceKernelChoice) {
@@ -544,6 +647,17 @@ TEST(FusedMlp, InferenceKernelChoice) {
     FusedMlpTuning tile;
     tile.tile_inference = true;
     EXPECT_FALSE(warp_plan(32, 16, tile));
+    // Automatic flavour: ReLU compiled in where the network is ReLU/None,
+    // 16-byte I/O with weights in smem, no cp.async ring; weights in L1:
+    // flavour 0.
+    auto flavor = [](Activation hidden, FusedMlpTuning t = {}) {
+        return FusedMlp(FusedMlpConfig{32, 16, 32, 2, hidden, Activation::None}, t).inference_plan().warp_variant.flavor;
+    };
+    EXPECT_EQ(flavor(Activation::ReLU), kWarpRelu | kWarpVec4);
+    EXPECT_EQ(flavor(Activation::SiLU), kWarpVec4);
+    FusedMlpTuning l1;
+    l1.warp_weights_in_smem = 0;
+    EXPECT_EQ(flavor(Activation::ReLU, l1), 0);
 }
 
 // ---- Warp training kernel against the block-tile kernel ------------------------------
