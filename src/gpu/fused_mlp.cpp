@@ -271,6 +271,16 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     return found;
 }
 
+// The warp training kernel's flavour: kWarpRelu (hidden ReLU and output
+// None compiled in) for exactly those networks unless
+// FusedMlpTuning::warp_train_flavor asks for 0; anything else runs flavour 0.
+int FusedMlp::warp_train_flavor_for() const {
+    const int eligible =
+        shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None ? (int)kWarpRelu : 0;
+    const int wanted = tuning_.warp_train_flavor >= 0 ? tuning_.warp_train_flavor : (int)kWarpRelu;
+    return wanted & eligible;
+}
+
 // The warp training kernel (kernels/fused_mlp_warp_train_device.cuh) for
 // W = 16, 32, 64 and n_in <= 64: 16-row slabs, weights in shared memory, and
 // fp16 activation slots per warp in shared memory. The fp32 weight-gradient
@@ -296,15 +306,16 @@ bool FusedMlp::plan_warp_training(PassPlan& plan) const {
     const int kt_in = warp_input_tiles();
     const uint32_t width = shape_.width;
     if ((width != 16 && width != 32 && width != 64) || kt_in == 0) return false;
+    const int fl = warp_train_flavor_for();
     const WarpTrainVariant variants[] = {
-        {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32},
-        {kt_in, WarpDwMode::Shared, 12},
-        {kt_in, WarpDwMode::Shared, 8},
-        {kt_in, WarpDwMode::Shared, 6},
-        {kt_in, WarpDwMode::Shared, 4},
-        {kt_in, WarpDwMode::Shared, 2},  // deep networks (forced only: too few warps)
-        {kt_in, WarpDwMode::Shared128, 8},
-        {kt_in, WarpDwMode::Shared128, 4},
+        {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32, fl},
+        {kt_in, WarpDwMode::Shared, 12, fl},
+        {kt_in, WarpDwMode::Shared, 8, fl},
+        {kt_in, WarpDwMode::Shared, 6, fl},
+        {kt_in, WarpDwMode::Shared, 4, fl},
+        {kt_in, WarpDwMode::Shared, 2, fl},  // deep networks (forced only: too few warps)
+        {kt_in, WarpDwMode::Shared128, 8, fl},
+        {kt_in, WarpDwMode::Shared128, 4, fl},
     };
     std::vector<WarpTrainCandidate> candidates;
     std::vector<PassPlan> plans;
@@ -521,7 +532,8 @@ std::string FusedMlp::describe() const {
         if (p.warp && training) {
             static const char* const kModes[] = {"dW per warp", "dW per block", "dW per block, 128 regs"};
             os << name << ": warp training kernel (activations in registers, " << kModes[(int)p.warp_train.dw_mode]
-               << " in smem), " << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0
+               << " in smem), flavour " << p.warp_train.flavor << ((p.warp_train.flavor & kWarpRelu) ? " relu" : "")
+               << ", " << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0
                << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, "
                << p.kernel.blocks_per_sm << " blocks/SM of " << p.warp_train.warps * 32 << " threads";
             return;
