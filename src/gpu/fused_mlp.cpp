@@ -294,10 +294,13 @@ int FusedMlp::warp_train_flavor_for() const {
 //  - per-warp sums wherever they keep kPerWarpMinWarps warps per SM: no
 //    turns, no input staging (W16 D2 at 2^20 rows: 8.50 G/s with 20 warps,
 //    8.15-8.52 for the shared variants with 12-24; W32 D1: 7.64 vs 7.58);
-//  - else the shared variant keeping the most warps per SM, ties to larger
-//    blocks (W32 D2: 2 x 8 warps 5.63 G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8
-//    at 128 registers 5.31, 4 x 4 5.19), then to the kernel without the
-//    128-register cap (earlier in the list).
+//  - else the shared variant keeping the most warps per SM, counted up to
+//    kPerWarpMinWarps (16), ties to larger blocks (W32 D2: 2 x 8 warps 5.63
+//    G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8 at 128 registers 5.31, 4 x 4 5.19;
+//    W32 D2 in the ReLU flavour, 89 registers, at 05fa695: 2 x 8 warps 6.24,
+//    3 x 6 6.10, 5 x 4 5.99: past 16 warps, more warps from smaller blocks
+//    lost), then to the kernel without the 128-register cap (earlier in the
+//    list).
 // (choose_warp_train_variant). Below kMinWarpTrainWarps resident warps the
 // block-tile kernel runs instead (W64 D4 with 8 warps was still 6 % faster
 // than it; D5/D6 fit only 4/2), unless FusedMlpTuning::force_warp_training.
@@ -357,8 +360,15 @@ int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates,
         if (c.resident_warps < 1) continue;
         if (c.variant.dw_mode == WarpDwMode::PerWarp) {
             if (per_warp < 0) per_warp = (int)i;
-        } else if (shared < 0 || c.resident_warps > candidates[(size_t)shared].resident_warps) {
+        } else if (shared < 0) {
             shared = (int)i;
+        } else {
+            // Resident warps count up to kPerWarpMinWarps; ties go to larger
+            // blocks, then to the earlier candidate.
+            const WarpTrainCandidate& s = candidates[(size_t)shared];
+            const int cw = std::min(c.resident_warps, kPerWarpMinWarps);
+            const int sw = std::min(s.resident_warps, kPerWarpMinWarps);
+            if (cw > sw || (cw == sw && c.variant.warps > s.variant.warps)) shared = (int)i;
         }
     }
     int chosen = shared;

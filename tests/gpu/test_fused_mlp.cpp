@@ -1095,6 +1095,14 @@ TEST(FusedMlpHost, WarpTrainingVariantChoice) {
     EXPECT_EQ(pick({{{2, pw, 4}, 16}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 4}, 16}}), "pw");
     // W32 D2: per-warp 12 warps (5.06), 2 x 8 shared (5.63), 4 x 4 (5.41).
     EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 12}, {{2, sh, 4}, 16}}), "sh8");
+    // W32 D2, ReLU flavour (89 / 96 registers, 05fa695): 2 x 8 shared (6.24) over
+    // 3 x 6 (6.10), 5 x 4 (5.99, the most warps), per-warp 12 (5.90) and 1 x 12 (5.74):
+    // warps count up to 16, then larger blocks win.
+    EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 18}, {{2, sh, 4}, 20}}), "sh8");
+    // W16 D2, ReLU flavour: per-warp sums keep 24 warps (9.76); 2 x 12 shared 9.89, 3 x 8 9.60.
+    EXPECT_EQ(pick({{{2, pw, 4}, 24}, {{2, sh, 12}, 24}, {{2, sh, 8}, 24}, {{2, sh, 6}, 24}, {{2, sh, 4}, 24}}), "pw");
+    // Deeper: no per-warp candidate, fewer than 16 warps: the most warps still win.
+    EXPECT_EQ(pick({{{2, sh, 12}, 12}, {{2, sh, 8}, 8}, {{2, sh, 4}, 14}}), "sh4");
     // W64 D2: 2 x 8 warps at 128 registers (2.89) over 12 (2.72) and per-warp 4 (1.41).
     EXPECT_EQ(pick({{{2, pw, 4}, 4},
                     {{2, sh, 12}, 12},
