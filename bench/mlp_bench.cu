@@ -16,7 +16,7 @@
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
 //                           [--csv file] [--variants] [--ceilings] [--inference-ab [--batches N,..]]
-//                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576]]
+//                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576] [--train-variants tile,warp,f0]]
 //
 // --inference-ab times inference only, for the warp kernel (default plan,
 // flavour 0 = the kernel before the flavours, each flavour (ReLU compiled in,
@@ -33,7 +33,9 @@
 // block, warps per block) from 2^20 rows on: the fused L2 step (no
 // dL/dinput, as `fusedngp bench mlp --passes train`) and forward + backward
 // with dL/dout from the caller and dL/dinput; every variant twice in
-// interleaved order.
+// interleaved order. "warp" runs the ReLU flavour the planner picks for
+// these ReLU / None networks, "f0" the same variant with the activations
+// switched at run time. --train-variants keeps only the named variants.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
@@ -78,6 +80,7 @@ struct Options {
     bool inference_ab = false;
     bool train_ab = false;
     std::vector<uint32_t> depths, batches;  // --train-ab (default: --depth, --batch)
+    std::vector<std::string> train_variants;  // --train-ab: only these variants (default: all)
 };
 
 Options parse(int argc, char** argv) {
@@ -101,6 +104,11 @@ Options parse(int argc, char** argv) {
             std::stringstream ss(next());
             std::string v;
             while (std::getline(ss, v, ',')) list.push_back((uint32_t)std::stoul(v));
+        }
+        else if (a == "--train-variants") {
+            std::stringstream ss(next());
+            std::string v;
+            while (std::getline(ss, v, ',')) o.train_variants.push_back(v);
         }
         else if (a == "--widths") {
             o.widths.clear();
@@ -369,6 +377,12 @@ int main(int argc, char** argv) {
             FusedMlpTuning warp;
             warp.force_warp_training = true;
             variants.push_back({"warp", warp});
+            // The planned variant with the activations switched at run time
+            // (flavour 0) instead of the ReLU flavour the planner picks for
+            // these ReLU / None networks.
+            FusedMlpTuning f0 = warp;
+            f0.warp_train_flavor = 0;
+            variants.push_back({"f0", f0});
             auto forced = [&](const std::string& name, WarpDwMode mode, int warps) {
                 FusedMlpTuning t = warp;
                 t.warp_train_dw_mode = (int)mode;
@@ -383,6 +397,14 @@ int main(int argc, char** argv) {
             FusedMlpTuning nopf = warp;
             nopf.l2_prefetch = false;
             variants.push_back({"nopf", nopf, true});
+            if (!opt.train_variants.empty()) {
+                std::vector<TrainVariant> kept;
+                for (const TrainVariant& v : variants)
+                    if (std::find(opt.train_variants.begin(), opt.train_variants.end(), v.name) !=
+                        opt.train_variants.end())
+                        kept.push_back(v);
+                variants = kept;
+            }
         }
         struct AbRow {
             std::string variant, pass;
@@ -411,7 +433,7 @@ int main(int argc, char** argv) {
                                 const FusedMlp ref(cfg, def);
                                 const WarpTrainVariant& a = plan.warp_train;
                                 const WarpTrainVariant& b = ref.training_plan_for(batch).warp_train;
-                                if (a.dw_mode == b.dw_mode && a.warps == b.warps) continue;
+                                if (a.dw_mode == b.dw_mode && a.warps == b.warps && a.flavor == b.flavor) continue;
                             }
                             mlp.set_params(random_floats(mlp.n_params(), 1.f / std::sqrt((float)w), 5).data());
                             DeviceMemory dw(mlp.n_params() * sizeof(float));
@@ -439,7 +461,7 @@ int main(int argc, char** argv) {
                             std::fflush(stdout);
                         }
         std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d; tile = block-tile kernel, warp = the warp "
-                    "training kernel's planned variant, pw / shN / s128xN = forced variants (per-warp sums; per-block "
+                    "training kernel's planned variant, f0 = the same with the activations switched at run time (no ReLU flavour), pw / shN / s128xN = forced variants (per-warp sums; per-block "
                     "sums, N warps per block; the same at 128 registers), nopf = warp without the L2 prefetch\n",
                     opt.n_in, opt.n_out, opt.reps);
         std::printf("%-7s %4s %3s %9s %-20s %10s %12s\n", "kernel", "W", "D", "batch", "pass", "ms", "Gsamples/s");

@@ -85,10 +85,15 @@ enum class WarpDwMode : int {
     // Shared, compiled for 2 blocks of up to 8 warps per SM (128 registers).
     Shared128 = 2,
 };
+// flavor: 0 (activations read from the shape at run time) or kWarpRelu
+// (hidden ReLU, output None compiled in; the planner takes it only for such
+// networks: FusedMlp::warp_train_flavor_for). One flag, not activation x
+// activation, to keep the build short.
 struct WarpTrainVariant {
     int kt_in = 2;
     WarpDwMode dw_mode = WarpDwMode::PerWarp;
     int warps = kWarpKernelThreads / 32;
+    int flavor = 0;
 };
 // Most warps per block of the shared-sum kernels (their __launch_bounds__).
 constexpr int kMaxWarpTrainWarps = 12;
@@ -97,8 +102,10 @@ constexpr int kMaxWarpTrain128Warps = 8;
 // (prepare_warp_train / launch_warp_train fail otherwise): the per-warp mode
 // runs kWarpKernelThreads / 32 warps per block, the 128-register shared mode
 // exists at W = 64 only (the narrower kernels fit 128 registers anyway).
+// Flavours: 0 and kWarpRelu, for every mode and kt_in.
 FUSEDNGP_HD bool warp_train_variant_compiled(uint32_t width, const WarpTrainVariant& v) {
     if (width != 16 && width != 32 && width != 64) return false;
+    if (v.flavor != 0 && v.flavor != kWarpRelu) return false;
     if (v.kt_in != 1 && v.kt_in != 2 && v.kt_in != 4) return false;
     switch (v.dw_mode) {
     case WarpDwMode::PerWarp: return v.warps == kWarpKernelThreads / 32;
@@ -142,11 +149,22 @@ cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_sme
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream);
+namespace detail {
+// The kernel of a variant of flavour RELU ? kWarpRelu : 0 (null when not
+// compiled); each flavour in its own file (fused_mlp_warp_train[_relu]_w<W>.cu),
+// so the two build in parallel.
+template <int W, bool RELU>
+const void* warp_train_kernel(const WarpTrainVariant& v);
+} // namespace detail
 
 #define FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(W)                                                                       \
     extern template cudaError_t prepare_warp_train<W>(const WarpTrainVariant&, size_t, int, size_t, KernelInfo*);   \
     extern template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,  \
-                                                     cudaStream_t);
+                                                     cudaStream_t);                                              \
+    namespace detail {                                                                                             \
+    extern template const void* warp_train_kernel<W, false>(const WarpTrainVariant&);                              \
+    extern template const void* warp_train_kernel<W, true>(const WarpTrainVariant&);                               \
+    }
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(16)
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(32)
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(64)

@@ -158,9 +158,11 @@ __device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const 
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-// The kernel body; SHARED selects the shared mode (WarpDwMode). The three
+// The kernel body; SHARED selects the shared mode (WarpDwMode), RELU the
+// ReLU flavour (kWarpRelu: hidden ReLU and output None compiled in, whatever
+// the shape says; the planner picks it only for such networks). The three
 // __global__ kernels below differ only in their launch bounds.
-template <int W, int KT_IN, bool SHARED>
+template <int W, int KT_IN, bool SHARED, bool RELU>
 __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     constexpr int NT = W / 8;   // n8 tiles of a hidden layer
     constexpr int KT = W / 16;  // k16 tiles of a hidden layer
@@ -182,7 +184,11 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     const bool vec2_out = p.out != nullptr && n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
     const float* loss_src = p.loss == LossKind::FromGradient ? p.dout : p.target;
     const bool vec2_loss = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(loss_src) % 8u == 0;
-    const Activation hidden_act = sh.hidden_act, out_act = sh.output_act;
+    // Compile-time constants in the ReLU flavour: every activation call below
+    // folds to its ReLU / identity branch (no switch, no out-of-line calls
+    // kept alive, same arithmetic, so the same bits as flavour 0).
+    const Activation hidden_act = RELU ? Activation::ReLU : sh.hidden_act;
+    const Activation out_act = RELU ? Activation::None : sh.output_act;
 
     // The next slab's input: in registers (per-warp mode) or in the warp's
     // staging area (shared mode, s_stage below; issued once it is known).
@@ -466,22 +472,22 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 // Per-warp mode: blocks of kWarpKernelThreads. (A minimum of 1 block per SM
 // in the launch bounds made ptxas use 234 instead of 144 registers at W = 64:
 // only the 128-register kernel names one.)
-template <int W, int KT_IN>
+template <int W, int KT_IN, bool RELU>
 __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, false>(p);
+    warp_train_body<W, KT_IN, false, RELU>(p);
 }
 // Shared mode, up to kMaxWarpTrainWarps warps (at most 65536 / 384 = 170 registers).
-template <int W, int KT_IN>
+template <int W, int KT_IN, bool RELU>
 __global__ void __launch_bounds__(kMaxWarpTrainWarps * 32) fused_mlp_warp_train_shared_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true>(p);
+    warp_train_body<W, KT_IN, true, RELU>(p);
 }
 // Shared mode, up to kMaxWarpTrain128Warps warps and 2 blocks per SM: 128
 // registers, 16 warps per SM (W = 64: no spills at kt_in 1 and 2, 8 bytes at
 // 4; with the input in registers instead of the staging area it spilled
 // 288 bytes at kt_in = 2).
-template <int W, int KT_IN>
+template <int W, int KT_IN, bool RELU>
 __global__ void __launch_bounds__(kMaxWarpTrain128Warps * 32, 2) fused_mlp_warp_train_shared128_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true>(p);
+    warp_train_body<W, KT_IN, true, RELU>(p);
 }
 
 } // namespace fusedngp::gpu::detail

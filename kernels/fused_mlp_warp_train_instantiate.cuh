@@ -1,5 +1,5 @@
 // Launchers of the warp training kernel for one width; included by
-// fused_mlp_warp_train_w<W>.cu only.
+// fused_mlp_warp_train_w<W>.cu and fused_mlp_warp_train_relu_w<W>.cu only.
 #pragma once
 
 #include "fused_mlp_warp_launch.h"
@@ -8,46 +8,51 @@
 namespace fusedngp::gpu {
 
 namespace detail {
-template <int W, int MODE>
+template <int W, int MODE, bool RELU>
 const void* warp_train_kernel_of_mode(int kt_in) {
     const int k = kt_in <= 1 ? 0 : (kt_in == 2 ? 1 : 2);
     if constexpr (MODE == 0) {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_kernel<W, 1>,
-                                  (const void*)fused_mlp_warp_train_kernel<W, 2>,
-                                  (const void*)fused_mlp_warp_train_kernel<W, 4>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_kernel<W, 1, RELU>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 2, RELU>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 4, RELU>};
         return kernels[k];
     } else if constexpr (MODE == 1) {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared_kernel<W, 1>,
-                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 2>,
-                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 4>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared_kernel<W, 1, RELU>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 2, RELU>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 4, RELU>};
         return kernels[k];
     } else {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared128_kernel<W, 1>,
-                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 2>,
-                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 4>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared128_kernel<W, 1, RELU>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 2, RELU>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 4, RELU>};
         return kernels[k];
     }
 }
-// The kernel of a variant, or null when the library has none
+// The kernel of a variant of this flavour, or null when the library has none
 // (warp_train_variant_compiled).
-template <int W>
+template <int W, bool RELU>
 const void* warp_train_kernel(const WarpTrainVariant& v) {
-    if (!warp_train_variant_compiled(W, v)) return nullptr;
+    if (!warp_train_variant_compiled(W, v) || (v.flavor == kWarpRelu) != RELU) return nullptr;
     switch (v.dw_mode) {
-    case WarpDwMode::PerWarp: return warp_train_kernel_of_mode<W, 0>(v.kt_in);
-    case WarpDwMode::Shared: return warp_train_kernel_of_mode<W, 1>(v.kt_in);
+    case WarpDwMode::PerWarp: return warp_train_kernel_of_mode<W, 0, RELU>(v.kt_in);
+    case WarpDwMode::Shared: return warp_train_kernel_of_mode<W, 1, RELU>(v.kt_in);
     case WarpDwMode::Shared128:
-        if constexpr (W == 64) return warp_train_kernel_of_mode<W, 2>(v.kt_in);
+        if constexpr (W == 64) return warp_train_kernel_of_mode<W, 2, RELU>(v.kt_in);
         return nullptr;
     }
     return nullptr;
+}
+// Either flavour's kernel (the ReLU one lives in fused_mlp_warp_train_relu_w<W>.cu).
+template <int W>
+const void* warp_train_kernel_any(const WarpTrainVariant& v) {
+    return v.flavor == kWarpRelu ? warp_train_kernel<W, true>(v) : warp_train_kernel<W, false>(v);
 }
 } // namespace detail
 
 template <int W>
 cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                size_t smem_bytes, KernelInfo* info) {
-    const void* kernel = detail::warp_train_kernel<W>(v);
+    const void* kernel = detail::warp_train_kernel_any<W>(v);
     if (kernel == nullptr) return cudaErrorInvalidValue;
     return prepare_kernel(kernel, v.warps * 32, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
@@ -55,7 +60,7 @@ cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_sme
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream) {
-    const void* kernel = detail::warp_train_kernel<W>(v);
+    const void* kernel = detail::warp_train_kernel_any<W>(v);
     if (kernel == nullptr) return cudaErrorInvalidValue;
     void* params[] = {const_cast<KernelArgs*>(&args)};
     return cudaLaunchKernel(kernel, dim3(grid), dim3((unsigned)v.warps * 32u), params, smem_bytes, stream);
@@ -68,4 +73,10 @@ cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v,
     template cudaError_t prepare_warp_train<W>(const WarpTrainVariant&, size_t, int, size_t, KernelInfo*);          \
     template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,        \
                                               cudaStream_t);                                                       \
+    template const void* detail::warp_train_kernel<W, false>(const WarpTrainVariant&);                             \
+    }
+// The ReLU flavour's kernels (kWarpRelu), in a file of their own.
+#define FUSEDNGP_INSTANTIATE_WARP_TRAIN_RELU_WIDTH(W)                                                              \
+    namespace fusedngp::gpu {                                                                                      \
+    template const void* detail::warp_train_kernel<W, true>(const WarpTrainVariant&);                              \
     }

@@ -271,6 +271,16 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
     return found;
 }
 
+// The warp training kernel's flavour: kWarpRelu (hidden ReLU and output
+// None compiled in) for exactly those networks unless
+// FusedMlpTuning::warp_train_flavor asks for 0; anything else runs flavour 0.
+int FusedMlp::warp_train_flavor_for() const {
+    const int eligible =
+        shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None ? (int)kWarpRelu : 0;
+    const int wanted = tuning_.warp_train_flavor >= 0 ? tuning_.warp_train_flavor : (int)kWarpRelu;
+    return wanted & eligible;
+}
+
 // The warp training kernel (kernels/fused_mlp_warp_train_device.cuh) for
 // W = 16, 32, 64 and n_in <= 64: 16-row slabs, weights in shared memory, and
 // fp16 activation slots per warp in shared memory. The fp32 weight-gradient
@@ -284,10 +294,13 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
 //  - per-warp sums wherever they keep kPerWarpMinWarps warps per SM: no
 //    turns, no input staging (W16 D2 at 2^20 rows: 8.50 G/s with 20 warps,
 //    8.15-8.52 for the shared variants with 12-24; W32 D1: 7.64 vs 7.58);
-//  - else the shared variant keeping the most warps per SM, ties to larger
-//    blocks (W32 D2: 2 x 8 warps 5.63 G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8
-//    at 128 registers 5.31, 4 x 4 5.19), then to the kernel without the
-//    128-register cap (earlier in the list).
+//  - else the shared variant keeping the most warps per SM, counted up to
+//    kPerWarpMinWarps (16), ties to larger blocks (W32 D2: 2 x 8 warps 5.63
+//    G/s, 4 x 4 warps 5.41; W64 D1: 2 x 8 at 128 registers 5.31, 4 x 4 5.19;
+//    W32 D2 in the ReLU flavour, 89 registers, at 05fa695: 2 x 8 warps 6.24,
+//    3 x 6 6.10, 5 x 4 5.99: past 16 warps, more warps from smaller blocks
+//    lost), then to the kernel without the 128-register cap (earlier in the
+//    list).
 // (choose_warp_train_variant). Below kMinWarpTrainWarps resident warps the
 // block-tile kernel runs instead (W64 D4 with 8 warps was still 6 % faster
 // than it; D5/D6 fit only 4/2), unless FusedMlpTuning::force_warp_training.
@@ -296,15 +309,16 @@ bool FusedMlp::plan_warp_training(PassPlan& plan) const {
     const int kt_in = warp_input_tiles();
     const uint32_t width = shape_.width;
     if ((width != 16 && width != 32 && width != 64) || kt_in == 0) return false;
+    const int fl = warp_train_flavor_for();
     const WarpTrainVariant variants[] = {
-        {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32},
-        {kt_in, WarpDwMode::Shared, 12},
-        {kt_in, WarpDwMode::Shared, 8},
-        {kt_in, WarpDwMode::Shared, 6},
-        {kt_in, WarpDwMode::Shared, 4},
-        {kt_in, WarpDwMode::Shared, 2},  // deep networks (forced only: too few warps)
-        {kt_in, WarpDwMode::Shared128, 8},
-        {kt_in, WarpDwMode::Shared128, 4},
+        {kt_in, WarpDwMode::PerWarp, kWarpKernelThreads / 32, fl},
+        {kt_in, WarpDwMode::Shared, 12, fl},
+        {kt_in, WarpDwMode::Shared, 8, fl},
+        {kt_in, WarpDwMode::Shared, 6, fl},
+        {kt_in, WarpDwMode::Shared, 4, fl},
+        {kt_in, WarpDwMode::Shared, 2, fl},  // deep networks (forced only: too few warps)
+        {kt_in, WarpDwMode::Shared128, 8, fl},
+        {kt_in, WarpDwMode::Shared128, 4, fl},
     };
     std::vector<WarpTrainCandidate> candidates;
     std::vector<PassPlan> plans;
@@ -346,8 +360,15 @@ int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates,
         if (c.resident_warps < 1) continue;
         if (c.variant.dw_mode == WarpDwMode::PerWarp) {
             if (per_warp < 0) per_warp = (int)i;
-        } else if (shared < 0 || c.resident_warps > candidates[(size_t)shared].resident_warps) {
+        } else if (shared < 0) {
             shared = (int)i;
+        } else {
+            // Resident warps count up to kPerWarpMinWarps; ties go to larger
+            // blocks, then to the earlier candidate.
+            const WarpTrainCandidate& s = candidates[(size_t)shared];
+            const int cw = std::min(c.resident_warps, kPerWarpMinWarps);
+            const int sw = std::min(s.resident_warps, kPerWarpMinWarps);
+            if (cw > sw || (cw == sw && c.variant.warps > s.variant.warps)) shared = (int)i;
         }
     }
     int chosen = shared;
@@ -521,7 +542,8 @@ std::string FusedMlp::describe() const {
         if (p.warp && training) {
             static const char* const kModes[] = {"dW per warp", "dW per block", "dW per block, 128 regs"};
             os << name << ": warp training kernel (activations in registers, " << kModes[(int)p.warp_train.dw_mode]
-               << " in smem), " << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0
+               << " in smem), flavour " << p.warp_train.flavor << ((p.warp_train.flavor & kWarpRelu) ? " relu" : "")
+               << ", " << 16 * p.row_tiles_per_warp << " rows/warp slab, " << p.smem_bytes / 1024.0
                << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, "
                << p.kernel.blocks_per_sm << " blocks/SM of " << p.warp_train.warps * 32 << " threads";
             return;

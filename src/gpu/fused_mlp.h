@@ -104,6 +104,13 @@ struct FusedMlpTuning {
     // (0 = automatic).
     int warp_train_dw_mode = -1;
     int warp_train_warps = 0;
+    // Warp training kernel flavour (WarpTrainVariant::flavor): 0 = the
+    // activations switched at run time, kWarpRelu (1) = hidden ReLU and
+    // output None compiled in, -1 = automatic (kWarpRelu where the network
+    // has exactly those activations). kWarpRelu on another network is
+    // dropped (FusedMlp::warp_train_flavor_for): it never runs the wrong
+    // activations.
+    int warp_train_flavor = -1;
 };
 
 // Which training kernel a call runs: host logic only (no device), so it is
@@ -203,6 +210,7 @@ private:
     // The warp kernel's plan, or false when the network does not suit it.
     bool plan_warp_inference(PassPlan& plan) const;
     int warp_flavor_for(bool weights_in_smem, int kt_in) const;
+    int warp_train_flavor_for() const;
     // The warp training kernel's plan, or false (then the block-tile kernel).
     bool plan_warp_training(PassPlan& plan) const;
     int carveout_percent() const;

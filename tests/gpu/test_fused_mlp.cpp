@@ -406,6 +406,70 @@ void check_deterministic(uint32_t width, uint32_t batch, bool warp_kernel) {
     cudaStreamDestroy(stream);
 }
 
+// The ReLU flavour of the warp training kernel (kWarpRelu) only compiles in
+// what flavour 0 picks at run time for a ReLU / None network: the same
+// arithmetic, so bit-identical dL/dW, dL/dinput and outputs when both run the
+// same variant on the same grid (the flavours' register counts may differ,
+// and with them the blocks per SM, the grid and so the order of the fp32
+// sums: both are held at one block per SM here), for every weight-gradient
+// mode (per-warp sums at W16, per-block at W32, the 128-register kernel at W64).
+TEST(FusedMlp, WarpTrainingReluFlavourSameBitsAsRuntimeActivations) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t n_in = 32, n_out = 16, batch = 300007;
+    for (uint32_t w : {16u, 32u, 64u}) {
+        FusedMlpConfig cfg{n_in, n_out, w, 2, Activation::ReLU, Activation::None};
+        FusedMlpTuning relu_t;
+        relu_t.force_warp_training = true;
+        relu_t.max_blocks_per_sm = 1;
+        relu_t.warp_train_dw_mode = (int)(w == 16 ? WarpDwMode::PerWarp : (w == 32 ? WarpDwMode::Shared : WarpDwMode::Shared128));
+        relu_t.warp_train_warps = 8;
+        FusedMlpTuning f0_t = relu_t;
+        f0_t.warp_train_flavor = 0;
+        FusedMlp relu(cfg, relu_t), f0(cfg, f0_t);
+        ASSERT_TRUE(relu.training_plan_for(batch).warp);
+        ASSERT_TRUE(f0.training_plan_for(batch).warp);
+        ASSERT_EQ(relu.training_plan_for(batch).warp_train.flavor, (int)kWarpRelu) << relu.describe();
+        ASSERT_EQ(f0.training_plan_for(batch).warp_train.flavor, 0) << f0.describe();
+        ASSERT_EQ(relu.training_plan_for(batch).max_blocks, f0.training_plan_for(batch).max_blocks);
+        ASSERT_EQ((int)relu.training_plan_for(batch).warp_train.dw_mode, relu_t.warp_train_dw_mode);
+        ASSERT_EQ(relu.training_plan_for(batch).warp_train.warps, f0.training_plan_for(batch).warp_train.warps);
+        std::printf("[ plans  ] W%u relu: %s\n             f0: %s\n", w, relu.describe().c_str(), f0.describe().c_str());
+        std::mt19937_64 rng(11 + w);
+        const reference::MlpDims d{n_in, w, 2, n_out, Activation::ReLU, Activation::None};
+        const auto params = to_float(random_params(d, rng));
+        relu.set_params(params.data());
+        f0.set_params(params.data());
+        DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
+        DeviceFloats d_dout(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
+        DeviceFloats d_target(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
+        struct Result {
+            std::vector<float> dw, din, out, dw_l2;
+        };
+        auto run = [&](FusedMlp& mlp) {
+            DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(d.n_params());
+            Result r;
+            mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
+            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+            r.dw = d_dw.download();
+            r.din = d_din.download();
+            mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out.ptr(), nullptr, d_dw.ptr(), batch, nullptr);
+            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+            r.out = d_out.download();
+            r.dw_l2 = d_dw.download();
+            return r;
+        };
+        const Result a = run(relu), b = run(f0);
+        for (const std::vector<float>* v : {&a.dw, &a.din, &a.out, &a.dw_l2}) EXPECT_TRUE(all_finite(*v)) << "W" << w;
+        auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+            return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+        };
+        EXPECT_TRUE(same(a.dw, b.dw)) << "W" << w << " backward dL/dW";
+        EXPECT_TRUE(same(a.din, b.din)) << "W" << w << " backward dL/dinput";
+        EXPECT_TRUE(same(a.out, b.out)) << "W" << w << " L2 step output";
+        EXPECT_TRUE(same(a.dw_l2, b.dw_l2)) << "W" << w << " L2 step dL/dW";
+    }
+}
+
 TEST(FusedMlp, DeterministicAndGraphCapturable) {
     SKIP_WITHOUT_GPU();
     for (uint32_t w : {64u, 16u, 32u}) {
@@ -713,6 +777,10 @@ void check_warp_train_against_tile(const TrainCase& t) {
     ASSERT_TRUE(warp.training_plan_for(c.batch).warp) << warp.describe();
     ASSERT_FALSE(tile.training_plan_for(c.batch).warp) << tile.describe();
     const WarpTrainVariant& variant = warp.training_plan_for(c.batch).warp_train;
+    // The ReLU flavour exactly for hidden ReLU + output None networks (unless
+    // flavour 0 is asked for): never for another network, even when forced.
+    const bool relu_net = c.hidden == Activation::ReLU && c.output == Activation::None;
+    EXPECT_EQ(variant.flavor, relu_net && c.tuning.warp_train_flavor != 0 ? (int)kWarpRelu : 0) << warp.describe();
     if (c.tuning.warp_train_dw_mode >= 0) {
         ASSERT_EQ((int)variant.dw_mode, c.tuning.warp_train_dw_mode) << warp.describe();
     }
@@ -804,9 +872,11 @@ void check_warp_train_against_tile(const TrainCase& t) {
 std::vector<TrainCase> warp_train_cases() {
     std::vector<TrainCase> cases;
     // mode: -1 the default variant, else the WarpDwMode forced (with `warps`
-    // per block for the shared modes).
+    // per block for the shared modes). flavor: -1 automatic (the ReLU
+    // flavour for ReLU / None networks), else FusedMlpTuning::warp_train_flavor.
     auto add = [&](uint32_t w, uint32_t depth, uint32_t batch, uint32_t n_in, uint32_t n_out, Activation hidden,
-                   Activation output, TrainMode mode, bool din, bool acc, int dw_mode = -1, int warps = 0) {
+                   Activation output, TrainMode mode, bool din, bool acc, int dw_mode = -1, int warps = 0,
+                   int flavor = -1) {
         TrainCase t;
         Case& c = t.c;
         c.width = w;
@@ -820,10 +890,12 @@ std::vector<TrainCase> warp_train_cases() {
         c.tuning.force_warp_training = true;
         c.tuning.warp_train_dw_mode = dw_mode;
         c.tuning.warp_train_warps = warps;
+        c.tuning.warp_train_flavor = flavor;
         if (dw_mode >= 0) {
             static const char* const kModes[] = {"pw", "sh", "s128x"};
             c.label = std::string(kModes[dw_mode]) + (dw_mode > 0 ? std::to_string(warps) : "") + "_";
         }
+        if (flavor >= 0) c.label = (flavor == kWarpRelu ? "relu_" : "f" + std::to_string(flavor) + "_") + c.label;
         if (depth > 4) {  // fp16 rounding of many stacked layers (as DeepWide)
             c.fwd_tol = 3e-3;
             c.grad_tol = 2e-2;
@@ -860,6 +932,33 @@ std::vector<TrainCase> warp_train_cases() {
                 add(w, 2, 300007, 32, 16, Activation::Softplus, none, bwd, true, false, s128, warps);
                 add(w, 3, 4097, 40, 3, relu, Activation::Sigmoid, l1, false, true, s128, warps);
             }
+        // The ReLU flavour (kWarpRelu) forced (the ReLU / None cases above
+        // run it too, picked automatically): odd batches, dL/dinput on and
+        // off, the fused losses, accumulate, every weight-gradient mode, every
+        // kt_in; then flavour 0 on a ReLU network (the runtime switch still
+        // runs when asked), and kWarpRelu asked for on networks with other
+        // activations, which must run flavour 0 (the reference catches a
+        // ReLU compiled in where it does not belong).
+        const int rl = kWarpRelu;
+        for (uint32_t batch : {1u, 127u, 4099u, 200003u})
+            add(w, 2, batch, 32, 16, relu, none, bwd, true, false, -1, 0, rl);
+        add(w, 2, 127, 32, 16, relu, none, bwd, false, false, -1, 0, rl);
+        add(w, 2, 300007, 32, 16, relu, none, bwd, false, true, -1, 0, rl);
+        add(w, 2, 1000003, 32, 16, relu, none, l2, false, false, -1, 0, rl);  // the benchmark's step
+        add(w, 2, 200003, 17, 3, relu, none, l2, true, true, -1, 0, rl);
+        add(w, 3, 5001, 64, 70, relu, none, l1, true, false, -1, 0, rl);
+        add(w, 1, 20001, 3, 1, relu, none, bwd, true, false, -1, 0, rl);
+        add(w, w == 64 ? 1 : 2, 300007, 32, 16, relu, none, bwd, true, true, pw, 0, rl);
+        add(w, 2, 300007, 32, 16, relu, none, bwd, true, false, sh, 8, rl);
+        add(w, 2, 1001, 17, 70, relu, none, l2, false, true, sh, 12, rl);
+        if (w == 64)
+            for (int warps : {4, 8}) add(w, 2, 300007, 32, 16, relu, none, bwd, true, false, s128, warps, rl);
+        add(w, 2, 200003, 32, 16, relu, none, bwd, true, false, -1, 0, 0);
+        add(w, 2, 200003, 32, 16, relu, none, l2, false, false, -1, 0, 0);
+        add(w, 2, 20001, 32, 16, Activation::Tanh, none, bwd, true, false, -1, 0, rl);
+        add(w, 2, 20001, 32, 16, relu, Activation::Sigmoid, bwd, true, false, -1, 0, rl);
+        add(w, 2, 20001, 32, 16, Activation::LeakyReLU, none, l2, true, false, -1, 0, rl);
+        add(w, 2, 20001, 32, 16, Activation::Softplus, Activation::ReLU, bwd, false, false, sh, 8, rl);
     }
     // Deep networks (forced: the weight-gradient sums leave room for few
     // warps per SM). W = 64 fits up to D = 6 (two weight copies and the sum
@@ -996,6 +1095,14 @@ TEST(FusedMlpHost, WarpTrainingVariantChoice) {
     EXPECT_EQ(pick({{{2, pw, 4}, 16}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 4}, 16}}), "pw");
     // W32 D2: per-warp 12 warps (5.06), 2 x 8 shared (5.63), 4 x 4 (5.41).
     EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 12}, {{2, sh, 4}, 16}}), "sh8");
+    // W32 D2, ReLU flavour (89 / 96 registers, 05fa695): 2 x 8 shared (6.24) over
+    // 3 x 6 (6.10), 5 x 4 (5.99, the most warps), per-warp 12 (5.90) and 1 x 12 (5.74):
+    // warps count up to 16, then larger blocks win.
+    EXPECT_EQ(pick({{{2, pw, 4}, 12}, {{2, sh, 12}, 12}, {{2, sh, 8}, 16}, {{2, sh, 6}, 18}, {{2, sh, 4}, 20}}), "sh8");
+    // W16 D2, ReLU flavour: per-warp sums keep 24 warps (9.76); 2 x 12 shared 9.89, 3 x 8 9.60.
+    EXPECT_EQ(pick({{{2, pw, 4}, 24}, {{2, sh, 12}, 24}, {{2, sh, 8}, 24}, {{2, sh, 6}, 24}, {{2, sh, 4}, 24}}), "pw");
+    // Deeper: no per-warp candidate, fewer than 16 warps: the most warps still win.
+    EXPECT_EQ(pick({{{2, sh, 12}, 12}, {{2, sh, 8}, 8}, {{2, sh, 4}, 14}}), "sh4");
     // W64 D2: 2 x 8 warps at 128 registers (2.89) over 12 (2.72) and per-warp 4 (1.41).
     EXPECT_EQ(pick({{{2, pw, 4}, 4},
                     {{2, sh, 12}, 12},
@@ -1048,6 +1155,14 @@ TEST(FusedMlpHost, WarpTrainingSharedMemory) {
     EXPECT_FALSE(warp_train_variant_compiled(64, {2, WarpDwMode::PerWarp, 8}));
     EXPECT_TRUE(warp_train_variant_compiled(16, {1, WarpDwMode::Shared, 12}));
     EXPECT_FALSE(warp_train_variant_compiled(128, {2, WarpDwMode::Shared, 4}));
+    // Flavours: 0 and the ReLU one (kWarpRelu), for every mode and kt_in.
+    for (int kt : {1, 2, 4}) {
+        EXPECT_TRUE(warp_train_variant_compiled(16, {kt, WarpDwMode::PerWarp, 4, kWarpRelu}));
+        EXPECT_TRUE(warp_train_variant_compiled(32, {kt, WarpDwMode::Shared, 8, kWarpRelu}));
+        EXPECT_TRUE(warp_train_variant_compiled(64, {kt, WarpDwMode::Shared128, 8, kWarpRelu}));
+    }
+    EXPECT_FALSE(warp_train_variant_compiled(16, {2, WarpDwMode::PerWarp, 4, kWarpVec4}));
+    EXPECT_FALSE(warp_train_variant_compiled(16, {2, WarpDwMode::PerWarp, 4, kWarpRelu | kWarpVec4}));
 }
 
 TEST(FusedMlp, RejectsUnsupportedConfigs) {

@@ -1,0 +1,6 @@
+// Warp training kernels for hidden width 16, ReLU flavour (kWarpRelu: hidden
+// ReLU and output None compiled in); a file of its own so it builds in
+// parallel with fused_mlp_warp_train_w16.cu.
+#include "fused_mlp_warp_train_instantiate.cuh"
+
+FUSEDNGP_INSTANTIATE_WARP_TRAIN_RELU_WIDTH(16)
