@@ -10,15 +10,16 @@
 #
 #   FUSEDNGP_COMMIT=<hash> bench/warp_train_run.sh OUTDIR
 # Knobs: BENCH_ARGS (default: the --train-ab sweep below), TEST_FILTER,
-# MEMCHECK_FILTER, RACECHECK_FILTER, T_TESTS / T_BENCH / T_MEMCHECK /
-# T_RACECHECK (seconds).
+# MEMCHECK_FILTER, RACECHECK_FILTER, T_BUILD / T_TESTS / T_BENCH / T_MEMCHECK /
+# T_RACECHECK (seconds), GC_DIR (scratch). bench/warp_train_relu_run.sh runs
+# it with the ReLU flavour's defaults.
 set -uo pipefail
 OUT="${1:?usage: bench/warp_train_run.sh OUTDIR}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-GC=/tmp/warp_train_gc
+GC="${GC_DIR:-/tmp/warp_train_gc}"
 BUILD="$ROOT/build-gpu"
 T0=$(date +%s)
 note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
@@ -29,9 +30,10 @@ TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=
   timeout "${T_BUILD:-100}" scripts/gpu-check "$GC" > /dev/null 2>&1
 note "gpu-check (build): exit $?"
 cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
-# The warp training kernels' registers and spills (ptxas), one line per kernel.
+# The warp training kernels' registers and spills (ptxas), one line per kernel
+# (RELU: the last template argument, 0 = runtime activations, 1 = the ReLU flavour).
 awk '/Compiling entry function/{f=$0} /bytes stack frame/{s=$0} /Used [0-9]+ registers/{ if (f ~ /warp_train/) print f " :: " s " :: " $0 }' \
-  "$GC/build.log" 2>/dev/null | sed -E "s/.*detail[0-9]+(fused_mlp_warp_train[a-z0-9_]*)IL(i[0-9]+)EL(i[0-9]+)E.*:: +([0-9]+ bytes stack frame, [0-9]+ bytes spill stores, [0-9]+ bytes spill loads).*:: +ptxas info +: /\1 W\2 KTIN\3 :: \4 :: /" \
+  "$GC/build.log" 2>/dev/null | sed -E "s/.*detail[0-9]+(fused_mlp_warp_train[a-z0-9_]*)IL(i[0-9]+)EL(i[0-9]+)E(L(b[01])E)?.*:: +([0-9]+ bytes stack frame, [0-9]+ bytes spill stores, [0-9]+ bytes spill loads).*:: +ptxas info +: /\1 W\2 KTIN\3 RELU\5 :: \6 :: /" \
   | sort -u > "$OUT/ptxas.txt"
 [ -x "$BUILD/kernels/fusedngp_gpu_tests" ] || { note "no test binary: stop"; tail -30 "$GC/build.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/summary.txt" 2>&1
