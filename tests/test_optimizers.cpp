@@ -160,16 +160,29 @@ TEST(Adam, RowSkipSettingOverridesTheDefault) {
               (std::vector<bool>{true, true}));
 }
 
+namespace {
+// Two Adams over the same groups, alike but for l2_reg: 0.5 in `with_l2`,
+// 0 in `without_l2` (which the tests feed grad + 0.5 * w by hand).
+struct AdamWithAndWithoutL2 {
+    static AdamSettings settings(double l2_reg) {
+        AdamSettings s;
+        s.learning_rate = 0.01;
+        s.l2_reg = l2_reg;
+        return s;
+    }
+    explicit AdamWithAndWithoutL2(const std::vector<ParamGroup>& groups) {
+        with_l2.allocate(groups);
+        without_l2.allocate(groups);
+    }
+    AdamOptimizer<double> with_l2{settings(0.5)}, without_l2{settings(0.0)};
+};
+} // namespace
+
 TEST(Adam, L2RegIsAddedToTheGradient) {
     // Adam with l2_reg must equal Adam without it fed grad + l2_reg * w.
-    AdamSettings with_l2;
-    with_l2.learning_rate = 0.01;
-    with_l2.l2_reg = 0.5;
-    AdamSettings without_l2 = with_l2;
-    without_l2.l2_reg = 0;
-    AdamOptimizer<double> a(with_l2), b(without_l2);
-    a.allocate(single_group(2));
-    b.allocate(single_group(2));
+    AdamWithAndWithoutL2 adams(single_group(2));
+    AdamOptimizer<double>& a = adams.with_l2;
+    AdamOptimizer<double>& b = adams.without_l2;
     std::vector<double> wa = {1.0, -3.0}, wb = wa;
     for (int step = 0; step < 3; ++step) {
         std::vector<double> g = {0.2 * step, 0.1};
@@ -185,15 +198,9 @@ TEST(Adam, L2RegAppliesToNetworkWeightsOnly) {
     // tiny-cuda-nn's rule: encoding parameters are never decayed. The same
     // gradient on both groups must move the encoding like Adam without l2_reg
     // and the network like Adam fed grad + l2_reg * w.
-    const std::vector<ParamGroup> groups = {{"encoding", 0, 2, 2}, {"network", 2, 2, 1}};
-    AdamSettings with_l2;
-    with_l2.learning_rate = 0.01;
-    with_l2.l2_reg = 0.5;
-    AdamSettings without_l2 = with_l2;
-    without_l2.l2_reg = 0;
-    AdamOptimizer<double> a(with_l2), b(without_l2);
-    a.allocate(groups);
-    b.allocate(groups);
+    AdamWithAndWithoutL2 adams({{"encoding", 0, 2, 2}, {"network", 2, 2, 1}});
+    AdamOptimizer<double>& a = adams.with_l2;
+    AdamOptimizer<double>& b = adams.without_l2;
     std::vector<double> wa = {1.0, -3.0, 1.0, -3.0}, wb = wa;
     for (int step = 1; step <= 3; ++step) {
         const std::vector<double> g = {0.2 * step, 0.1, 0.2 * step, 0.1};

@@ -202,11 +202,15 @@ int FusedMlp::warp_input_tiles() const {
 // 12.6 for flavour 0; the ring (7) 18.9 / 18.3 / 15.0, and 3-4 % behind 3 at
 // 2^22 rows (docs/FUSED_MLP_DESIGN.md, "Warp inference flavours").
 constexpr int kAutoWarpFlavor = kWarpRelu | kWarpVec4;
+// kWarpRelu's condition, for the inference and the training kernels alike:
+// the activations it compiles in.
+bool FusedMlp::relu_flavor_fits() const {
+    return shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None;
+}
 int FusedMlp::warp_flavor_for(bool weights_in_smem, int kt_in) const {
     if (!weights_in_smem) return 0;
-    int eligible = 0;
-    if (shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None) eligible |= kWarpRelu;
-    eligible |= kWarpVec4;
+    int eligible = kWarpVec4;
+    if (relu_flavor_fits()) eligible |= kWarpRelu;
     if (shape_.n_in == 16u * (uint32_t)kt_in) eligible |= kWarpStage;
     const int wanted = tuning_.warp_flavor >= 0 ? tuning_.warp_flavor : kAutoWarpFlavor;
     return wanted & eligible;
@@ -275,8 +279,7 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
 // None compiled in) for exactly those networks unless
 // FusedMlpTuning::warp_train_flavor asks for 0; anything else runs flavour 0.
 int FusedMlp::warp_train_flavor_for() const {
-    const int eligible =
-        shape_.hidden_act == Activation::ReLU && shape_.output_act == Activation::None ? (int)kWarpRelu : 0;
+    const int eligible = relu_flavor_fits() ? (int)kWarpRelu : 0;
     const int wanted = tuning_.warp_train_flavor >= 0 ? tuning_.warp_train_flavor : (int)kWarpRelu;
     return wanted & eligible;
 }

@@ -209,6 +209,7 @@ private:
     PassPlan plan_pass(bool training) const;
     // The warp kernel's plan, or false when the network does not suit it.
     bool plan_warp_inference(PassPlan& plan) const;
+    bool relu_flavor_fits() const;
     int warp_flavor_for(bool weights_in_smem, int kt_in) const;
     int warp_train_flavor_for() const;
     // The warp training kernel's plan, or false (then the block-tile kernel).
