@@ -48,18 +48,29 @@ __global__ void convert_weights_kernel(const float* __restrict__ master, uint2* 
     }
 }
 
-// Threads (x, y): x picks one of kReduceParams consecutive caller-layout
-// parameters, y one of kReduceLanes interleaved subsets of the blocks'
-// partials (subset y holds blocks y, y + kReduceLanes, ...). Each subset is summed in j order, then the subsets
-// in y order through shared memory: a fixed order, so deterministic. The
-// split over y keeps many loads in flight per parameter (a single thread
-// walking hundreds of partials was a chain of L2 latencies).
-constexpr uint32_t kReduceParams = 32, kReduceLanes = 16;
+// Threads (x, y) of a 1024-thread block: x picks one of kReduceThreads / L
+// consecutive caller-layout parameters, y one of L interleaved subsets of
+// the blocks' partials (subset y holds blocks y, y + L, ...). Each subset is
+// summed in ascending block order, then the L subset sums by a fixed
+// pairwise tree in shared memory: a fixed order for a given (n_blocks, L),
+// so deterministic run to run. L grows with n_blocks (16 / 32 / 64 lanes)
+// so that a thread walks at most ~8-16 partials, and the loads go out 8 at a
+// time: the reduce is a chain of L2 latencies, not a bandwidth problem (W16
+// D2, 792 partials of 1024 params: 9.8 us with 16 lanes and 4 loads in flight
+// per thread under Nsight Compute, most of the fixed cost of a 2^20-row step).
+constexpr uint32_t kReduceThreads = 1024, kReduceBatch = 8;
 
-__global__ void reduce_weight_gradients_kernel(const float* __restrict__ partial, uint32_t n_blocks,
-                                               size_t partial_stride, const MlpShape s, float scale, bool accumulate, float* __restrict__ dweights) {
-    __shared__ float sums[kReduceLanes][kReduceParams];
-    const size_t p = (size_t)blockIdx.x * kReduceParams + threadIdx.x;
+__host__ __device__ uint32_t reduce_lanes(uint32_t n_blocks) {
+    return n_blocks > 256 ? 64u : n_blocks > 128 ? 32u : 16u;
+}
+
+__global__ void __launch_bounds__(kReduceThreads) reduce_weight_gradients_kernel(const float* __restrict__ partial,
+        uint32_t n_blocks, size_t partial_stride, const MlpShape s, float scale, bool accumulate,
+        float* __restrict__ dweights) {
+    __shared__ float sums[kReduceThreads];
+    const uint32_t lanes = blockDim.y, params = blockDim.x;
+    const uint32_t x = threadIdx.x, y = threadIdx.y;
+    const size_t p = (size_t)blockIdx.x * params + x;
     float sum = 0.f;
     if (p < n_params(s)) {
         uint32_t l = 0;
@@ -67,15 +78,25 @@ __global__ void reduce_weight_gradients_kernel(const float* __restrict__ partial
         const size_t local = p - param_offset(s, l);
         const uint32_t out = (uint32_t)(local / fan_in(s, l)), in = (uint32_t)(local % fan_in(s, l));
         const float* src = partial + padded_offset(s, l) + (size_t)out * fan_in_pad(s, l) + in;
-#pragma unroll 4
-        for (uint32_t b = threadIdx.y; b < n_blocks; b += kReduceLanes) sum += src[b * partial_stride];
+        for (uint32_t b0 = y; b0 < n_blocks; b0 += kReduceBatch * lanes) {
+            float v[kReduceBatch];
+#pragma unroll
+            for (uint32_t j = 0; j < kReduceBatch; ++j) {
+                const uint32_t b = b0 + j * lanes;
+                v[j] = b < n_blocks ? src[(size_t)b * partial_stride] : 0.f;
+            }
+#pragma unroll
+            for (uint32_t j = 0; j < kReduceBatch; ++j) sum += v[j];
+        }
     }
-    sums[threadIdx.y][threadIdx.x] = sum;
+    sums[y * params + x] = sum;
     __syncthreads();
-    if (threadIdx.y != 0 || p >= n_params(s)) return;
-    float total = 0.f;
-    for (uint32_t y = 0; y < kReduceLanes; ++y) total += sums[y][threadIdx.x];
-    total *= scale;
+    for (uint32_t half = lanes / 2; half > 0; half /= 2) {
+        if (y < half) sums[y * params + x] += sums[(y + half) * params + x];
+        __syncthreads();
+    }
+    if (y != 0 || p >= n_params(s)) return;
+    const float total = sums[x] * scale;
     dweights[p] = accumulate ? dweights[p] + total : total;
 }
 
@@ -94,8 +115,9 @@ cudaError_t launch_reduce_weight_gradients(const float* partial, uint32_t n_bloc
                                            const MlpShape& shape, float scale, bool accumulate, float* dweights,
                                            cudaStream_t stream) {
     const size_t n = n_params(shape);
-    const dim3 block(kReduceParams, kReduceLanes);
-    reduce_weight_gradients_kernel<<<(uint32_t)((n + kReduceParams - 1) / kReduceParams), block, 0, stream>>>(
+    const uint32_t lanes = reduce_lanes(n_blocks), params = kReduceThreads / lanes;
+    const dim3 block(params, lanes);
+    reduce_weight_gradients_kernel<<<(uint32_t)((n + params - 1) / params), block, 0, stream>>>(
         partial, n_blocks, partial_stride, shape, scale, accumulate, dweights);
     return cudaGetLastError();
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One device call that reads Nsight Compute's counters where the speed
+# targets are missed (docs/FUSED_MLP_DESIGN.md, "Hardware counters"):
+# build (scripts/gpu-check, no tests), then `ncu --clock-control none` on
+#   1. the training step (fused L2) of 32 -> W x 2 -> 16 at 2^20 rows,
+#      W = 16 and 64, the planned warp kernel and the weight-gradient reduce;
+#   2. one image-fit step (configs/examples/image_fit_tcnn.json, batch 2^18)
+#      on IMAGE (an .exr/.png), every kernel of one step after warm-up.
+# Files back: summary.txt, ncu_train.txt, ncu_image.txt, ncu_*.csv.
+#
+#   FUSEDNGP_COMMIT=<hash> bench/ncu_profile_run.sh OUTDIR [IMAGE]
+# Knobs: SECTIONS (ncu --section list), TRAIN_WIDTHS (default "16 64"),
+# IMAGE_SKIP / IMAGE_COUNT (kernel launches skipped / profiled in the image run).
+set -uo pipefail
+OUT="${1:?usage: bench/ncu_profile_run.sh OUTDIR [IMAGE]}"
+IMAGE="${2:-}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+BUILD="$ROOT/build-gpu"
+GC=/tmp/ncu_profile_gc
+T0=$(date +%s)
+note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
+
+NINJA_TARGETS="${NINJA_TARGETS:-fusedngp kernels/fusedngp_mlp_bench}" \
+TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=none SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \
+  timeout "${T_BUILD:-120}" scripts/gpu-check "$GC" > /dev/null 2>&1
+note "gpu-check (build): exit $?"
+cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
+NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+[ -n "$NCU" ] || { note "ncu not found"; exit 1; }
+SECTIONS="${SECTIONS:-SpeedOfLight LaunchStats Occupancy SchedulerStats WarpStateStats MemoryWorkloadAnalysis ComputeWorkloadAnalysis}"
+SEC_ARGS=()
+for s in $SECTIONS; do SEC_ARGS+=(--section "$s"); done
+
+# ---- 1. training step kernels -------------------------------------------------------
+for w in ${TRAIN_WIDTHS:-16 64}; do
+  # Warm-up launches first (the bench's 3 warm-ups), then one step: the training
+  # kernel and its reduce.
+  timeout 120 "$NCU" --clock-control none --target-processes all "${SEC_ARGS[@]}" \
+    -k regex:'warp_train|reduce_weight' --launch-skip 6 --launch-count 2 \
+    "$BUILD/kernels/fusedngp_mlp_bench" --train-ab --widths "$w" --depths 2 --batches 1048576 \
+    --train-variants warp --reps 3 > "$OUT/ncu_train_w$w.txt" 2>&1
+  note "ncu training W$w: exit $?, $(grep -c ')x(' "$OUT/ncu_train_w$w.txt") kernels"
+done
+cat "$OUT"/ncu_train_w*.txt > "$OUT/ncu_train.txt" && rm -f "$OUT"/ncu_train_w*.txt
+
+# ---- 2. image-fit step kernels ---------------------------------------------------------
+if [ -n "$IMAGE" ] && [ -f "$IMAGE" ]; then
+  timeout 200 "$NCU" --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy \
+    --launch-skip "${IMAGE_SKIP:-300}" --launch-count "${IMAGE_COUNT:-16}" \
+    "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" --config configs/examples/image_fit_tcnn.json \
+    --batch 262144 --steps 60 --out /tmp/ncu_image > "$OUT/ncu_image.txt" 2>&1
+  note "ncu image-fit step: exit $?"
+  # Kernel name and duration per launch, in order.
+  awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$OUT/ncu_image.txt" \
+    >> "$OUT/summary.txt"
+fi
+note "done"
