@@ -139,6 +139,51 @@ __device__ inline void load_features(const __half* __restrict__ table, uint32_t 
     }
 }
 
+// Row `at` (a byte offset inside a 16-byte chunk, a multiple of the row's 2F
+// bytes) of an fp16 chunk, as floats. Selects, not a dynamic register index.
+template <int F>
+__device__ inline void features_from_chunk(const uint4& raw, uint32_t at, float (&f)[F]) {
+    const uint32_t w = at >> 2;  // 32-bit word holding the row (F = 1, 2) or its start (F = 4)
+    const uint32_t lo = w == 0 ? raw.x : w == 1 ? raw.y : w == 2 ? raw.z : raw.w;
+    if constexpr (F == 1) {
+        const uint16_t bits = (uint16_t)((at & 2u) ? (lo >> 16) : (lo & 0xFFFFu));
+        f[0] = __half2float(__ushort_as_half(bits));
+    } else {
+        const uint32_t hi = w == 0 ? raw.y : raw.w;  // F = 4: rows start at words 0 or 2
+        const uint32_t words[2] = {lo, hi};
+#pragma unroll
+        for (int j = 0; j < F / 2; ++j) {
+            const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&words[j]));
+            f[2 * j] = v.x;
+            f[2 * j + 1] = v.y;
+        }
+    }
+}
+
+// The two corners of a cell edge along x (rows ra, rb of one level's fp16
+// table; 2F-byte rows, F = 1, 2, 4). Where both rows sit in one aligned
+// 16-byte chunk that lies inside the level's table (dense rows x, x+1 and
+// hashed rows x ^ c, (x+1) ^ c: three times in four for F = 2), one 16-byte
+// load serves both: the forward is bound by L2 sector requests, and this
+// takes 2 corners' requests down to one. Same values as two row loads.
+template <int F>
+__device__ inline void load_feature_pair(const __half* __restrict__ level_table, uint32_t rows, uint32_t ra,
+                                         uint32_t rb, float (&fa)[F], float (&fb)[F]) {
+    constexpr uintptr_t kRowBytes = 2 * F;
+    const uintptr_t base = reinterpret_cast<uintptr_t>(level_table);
+    const uintptr_t a = base + ra * kRowBytes, b = base + rb * kRowBytes;
+    const uintptr_t chunk = a & ~uintptr_t(15);
+    const bool inside = chunk >= base && chunk + 16 <= base + rows * kRowBytes;
+    if (inside && (b & ~uintptr_t(15)) == chunk) {
+        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(chunk));
+        features_from_chunk<F>(raw, (uint32_t)(a - chunk), fa);
+        features_from_chunk<F>(raw, (uint32_t)(b - chunk), fb);
+        return;
+    }
+    load_features<F>(level_table, ra, fa);
+    load_features<F>(level_table, rb, fb);
+}
+
 // fp32 master rows may sit at any float offset (inside a Composite's block),
 // so they are read one float at a time.
 template <int F>
@@ -197,6 +242,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
     const P* level_table = table + level.param_offset;
     float acc[F] = {};
+    if constexpr (std::is_same<P, __half>::value && F <= 4) {
+        if (shape.config.forward_chunk_loads) {
+            // Corners k and k + 1 differ in x only. Summed in k order, as below.
+#pragma unroll
+            for (int k = 0; k < (1 << D); k += 2) {
+                uint32_t va[D], vb[D];
+                const float wa = corner_weight<D>(cell, k, va), wb = corner_weight<D>(cell, k + 1, vb);
+                float fa[F], fb[F];
+                load_feature_pair<F>(level_table, level.rows, vertex_row<D>(level, va), vertex_row<D>(level, vb), fa,
+                                     fb);
+#pragma unroll
+                for (int f = 0; f < F; ++f) acc[f] += wa * fa[f];
+#pragma unroll
+                for (int f = 0; f < F; ++f) acc[f] += wb * fb[f];
+            }
+            store_features<F>(out.data + (size_t)sample * out.stride + (size_t)l * F, acc, out_vector_width);
+            return;
+        }
+    }
 #pragma unroll
     for (int k = 0; k < (1 << D); ++k) {
         uint32_t vertex[D];

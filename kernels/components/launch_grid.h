@@ -39,6 +39,7 @@ struct GridKernelConfig {
     // at most this many bytes (set from the L2 size).
     uint32_t gradient_interleave_max_bytes = 0xFFFFFFFFu;
     bool gradient_pair_corners = true;
+    bool forward_chunk_loads = true;  // fp16 tables, F <= 4: corner pairs from one 16-byte load
 };
 
 struct GridShape {

@@ -354,6 +354,7 @@ std::vector<GridKernelCase> grid_kernel_cases() {
     level_major.gradient_smem_bytes = 0;
     level_major.gradient_interleave_levels = false;
     level_major.gradient_pair_corners = false;
+    level_major.forward_chunk_loads = false;
     // The default without row-pair atomics.
     GridKernelOptions no_pairs;
     no_pairs.gradient_pair_corners = false;
@@ -476,29 +477,49 @@ TEST_F(GpuTest, Grid3DLargeBatchMatchesCpu) {
     expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), 1000003, 9, -0.05f, 1.05f, stream_);
 }
 
-// Every forward thread mapping writes the same bits.
+// Every forward thread mapping writes the same bits, with and without the
+// 16-byte chunk loads of corner pairs: dense, tiled and hashed levels, 2D and
+// 3D, F = 1, 2, 4 (the chunk path's three row widths) and 8 (no chunk path),
+// against the plainest mapping (one level per block, one load per corner).
 TEST_F(GpuTest, GridForwardIsBitIdenticalForEveryMapping) {
-    const json config = small_grid_config("Hash", "Smoothstep", 2);
-    GpuEncodingPair enc = create_gpu_encoding(3, config);
-    const std::vector<float> params = random_vector(enc.cpu->n_params(), 43, -1.f, 1.f);
-    const DeviceBuffer<float> d_params = upload(params);
-    const uint32_t batch = 10007, n_out = enc.cpu->n_output_dims();
-    const DeviceBuffer<float> d_in = upload(random_matrix(batch, 3, 44, -0.05f, 1.05f));
-    std::vector<float> reference;
-    for (uint32_t group : {1u, 2u, 4u, 8u, 64u}) {
-        GridKernelOptions options;
-        options.forward_level_group = group;
-        auto& grid = dynamic_cast<GpuGridEncoding&>(*enc.gpu);
-        grid.set_kernel_options(options);
-        grid.set_params(d_params.data(), stream_);
-        DeviceBuffer<float> d_out = poisoned((size_t)batch * n_out, stream_);
-        grid.forward(const_rows(d_in.data(), 3), rows(d_out.data(), n_out), batch, stream_);
-        const std::vector<float> out = download(d_out.data(), d_out.size());
-        if (reference.empty()) {
-            reference = out;
-        } else {
-            EXPECT_EQ(std::memcmp(out.data(), reference.data(), out.size() * sizeof(float)), 0)
-                << "forward_level_group " << group << " differs from group 1";
+    struct Mapping {
+        uint32_t group;
+        bool chunks;
+    };
+    const Mapping mappings[] = {{1, false}, {1, true}, {2, true}, {4, true}, {4, false}, {8, true}, {64, true}};
+    for (const char* type : {"Hash", "Dense", "Tiled"}) {
+        for (uint32_t dims : {2u, 3u}) {
+            for (uint32_t features : {1u, 2u, 4u, 8u}) {
+                SCOPED_TRACE(std::string(type) + " " + std::to_string(dims) + "D F=" + std::to_string(features));
+                const json config = small_grid_config(type, "Smoothstep", features);
+                GpuEncodingPair enc = create_gpu_encoding(dims, config);
+                const std::vector<float> params = random_vector(enc.cpu->n_params(), 43, -1.f, 1.f);
+                const DeviceBuffer<float> d_params = upload(params);
+                const uint32_t batch = 10007, n_out = enc.cpu->n_output_dims();
+                const DeviceBuffer<float> d_in = upload(random_matrix(batch, dims, 44, -0.05f, 1.05f));
+                std::vector<float> reference;
+                for (const Mapping& m : mappings) {
+                    GridKernelOptions options;
+                    options.forward_level_group = m.group;
+                    options.forward_chunk_loads = m.chunks;
+                    auto& grid = dynamic_cast<GpuGridEncoding&>(*enc.gpu);
+                    grid.set_kernel_options(options);
+                    grid.set_params(d_params.data(), stream_);
+                    DeviceBuffer<float> d_out = poisoned((size_t)batch * n_out, stream_);
+                    grid.forward(const_rows(d_in.data(), dims), rows(d_out.data(), n_out), batch, stream_);
+                    const std::vector<float> out = download(d_out.data(), d_out.size());
+                    if (reference.empty()) {
+                        // The reference mapping itself against the CPU (fp16-rounded tables).
+                        expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), 1000, 45, -0.05f,
+                                                    1.05f, stream_);
+                        reference = out;
+                    } else {
+                        EXPECT_EQ(std::memcmp(out.data(), reference.data(), out.size() * sizeof(float)), 0)
+                            << "forward_level_group " << m.group << (m.chunks ? " with" : " without")
+                            << " chunk loads differs from group 1 without";
+                    }
+                }
+            }
         }
     }
 }

@@ -71,6 +71,10 @@ struct GridKernelOptions {
     // added with one 2F-float vector atomic instead of two, and shared-memory
     // levels flush rows in such pairs.
     bool gradient_pair_corners = true;
+    // Forward with fp16 tables (F <= 4): a cell edge's two corners along x
+    // are read with one 16-byte load where both rows sit in one aligned
+    // chunk of the level's table (the forward is bound by L2 requests).
+    bool forward_chunk_loads = true;
 };
 
 struct GpuEncodingOptions {

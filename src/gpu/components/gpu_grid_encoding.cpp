@@ -52,7 +52,7 @@ std::vector<GridLevelInfo> level_infos(const GridEncoding<float>& cpu) {
 // FUSEDNGP_GRID_KERNELS="key=value,..." overrides GridKernelOptions fields
 // (forward_level_group, gradient_smem_bytes, gradient_flush_ratio,
 // gradient_max_samples_per_thread, gradient_interleave_levels,
-// gradient_pair_corners; booleans as 0/1): a developer
+// gradient_pair_corners, forward_chunk_loads; booleans as 0/1): a developer
 // knob for timing `fusedngp train` under other kernel settings; not a stable
 // interface. Unknown keys or bad values throw.
 GridKernelOptions with_environment_overrides(GridKernelOptions options) {
@@ -82,6 +82,8 @@ GridKernelOptions with_environment_overrides(GridKernelOptions options) {
             options.gradient_interleave_levels = v != 0;
         } else if (key == "gradient_pair_corners") {
             options.gradient_pair_corners = v != 0;
+        } else if (key == "forward_chunk_loads") {
+            options.forward_chunk_loads = v != 0;
         } else {
             throw std::invalid_argument("FUSEDNGP_GRID_KERNELS: unknown key \"" + key + "\"");
         }
@@ -119,6 +121,7 @@ GridKernelConfig resolve(const GridKernelOptions& options, uint32_t n_features, 
     config.gradient_max_samples_per_thread = options.gradient_max_samples_per_thread;
     config.gradient_interleave_levels = options.gradient_interleave_levels;
     config.gradient_pair_corners = options.gradient_pair_corners;
+    config.forward_chunk_loads = options.forward_chunk_loads;
     return config;
 }
 
