@@ -45,7 +45,8 @@ struct GridKernelOptions {
     static constexpr uint32_t kAuto = 0xFFFFFFFFu;
     // Forward: consecutive threads encode G consecutive levels of one sample
     // (a power of two, 1..64), so a warp writes whole runs of G*F floats of
-    // each output row. kAuto: G*F = 8 floats (one 32-byte sector).
+    // each output row. kAuto: G*F = 8 floats (one 32-byte sector); 2D grids
+    // with forward_chunk_loads: 32 floats (one 128-byte line, measured).
     uint32_t forward_level_group = kAuto;
     // Parameter gradient: a level whose fp32 gradient table (rows rounded up
     // to even, times F floats) has at most this many bytes is summed per block
