@@ -127,6 +127,61 @@ TEST(CudaBackend, SamplingKernelStratifiesAndSnapsLikeTheCpu) {
     }
 }
 
+// The sampling kernel's draw for sample i, replayed on the host: the same key
+// (launch_sample_image's, for sample_on_gpu's seed 9 and step 4), splitmix64
+// counters, jitter and pixel snapping in float, and the CPU's stratum_of (a
+// plain 64-bit %) where the kernel uses Barrett reduction.
+uint64_t host_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void expected_stratified_pixel(uint32_t i, uint32_t side, int width, int height, int& px, int& py) {
+    const uint64_t key = 9ull * 0xD1B54A32D192ED03ull ^ (4ull + 1) * 0x9E3779B97F4A7C15ull;
+    auto uniform = [&](uint64_t counter) {
+        return (float)(host_mix64(key + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.f / 16777216.f);
+    };
+    const uint32_t cell = stratum_of(i, side, strata_multiplier(side));
+    const float u = jitter_in_cell<float>(uniform(2ull * i), cell % side, side);
+    const float v = jitter_in_cell<float>(uniform(2ull * i + 1), cell / side, side);
+    px = pixel_of<float>(u, width);
+    py = pixel_of<float>(v, height);
+}
+
+// RGBA (the float4 path) at large batches (i * multiplier near 2^36, where a
+// wrong modular reduction would show): every stratified sample's pixel and
+// four-channel target as replayed on the host.
+TEST(CudaBackend, SamplingKernelRgbaMatchesHostReplayOfStrata) {
+    REQUIRE_DEVICE();
+    for (uint32_t side : {512u, 37u}) {
+        SCOPED_TRACE("side " + std::to_string(side));
+        Image image;
+        image.width = (int)side + 3;
+        image.height = (int)side - 2;
+        image.channels = 4;
+        image.pixels.resize(image.pixel_count() * 4);
+        for (size_t k = 0; k < image.pixels.size(); ++k) image.pixels[k] = (float)(k % 9973) / 9973.f;
+        const uint32_t batch = side * side + 5;  // 5 uniform samples past the strata
+        std::vector<float> coords, targets;
+        sample_on_gpu(image, ImageSampling{SamplePositions::Stratified, SampleTargets::PixelCentres}, batch, coords,
+                      targets);
+        uint32_t mismatches = 0;
+        for (uint32_t i = 0; i < batch; ++i) {
+            const int px = (int)std::lround(coords[2 * i] * image.width - 0.5f);
+            const int py = (int)std::lround(coords[2 * i + 1] * image.height - 0.5f);
+            ASSERT_TRUE(px >= 0 && px < image.width && py >= 0 && py < image.height) << i;
+            if (i < side * side) {
+                int ex = -1, ey = -1;
+                expected_stratified_pixel(i, side, image.width, image.height, ex, ey);
+                if (px != ex || py != ey) ++mismatches;
+            }
+            for (int c = 0; c < 4; ++c) ASSERT_EQ(targets[(size_t)i * 4 + c], image.at(px, py, c)) << i;
+        }
+        EXPECT_EQ(mismatches, 0u);
+    }
+}
+
 TEST(CudaBackend, StartsFromTheCpuInitialisation) {
     REQUIRE_DEVICE();
     const json config = image_config();
