@@ -12,16 +12,9 @@
 # Knobs: SECTIONS (ncu --section list), TRAIN_WIDTHS (default "16 64"),
 # IMAGE_SKIP / IMAGE_COUNT (kernel launches skipped / profiled in the image run).
 set -uo pipefail
-OUT="${1:?usage: bench/ncu_profile_run.sh OUTDIR [IMAGE]}"
 IMAGE="${2:-}"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT" || exit 1
-BUILD="$ROOT/build-gpu"
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/ncu_profile_run.sh
 GC=/tmp/ncu_profile_gc
-T0=$(date +%s)
-note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 
 NINJA_TARGETS="${NINJA_TARGETS:-fusedngp kernels/fusedngp_mlp_bench}" \
 TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=none SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \

@@ -14,16 +14,10 @@
 # (gtest filters: whole binary instrumented / only the warp training
 # kernels), BENCH_ARGS_W64, BENCH_ARGS_NARROW.
 set -uo pipefail
-OUT="${1:?usage: bench/racecheck_run.sh OUTDIR}"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/racecheck_run.sh
 LOGS=/tmp/racecheck_logs
 mkdir -p "$LOGS"
-T0=$(date +%s)
 DEADLINE=$(( T0 + ${DEADLINE_S:-300} ))
-note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 BIN="$ROOT/build-gpu/kernels"
 
 # ---- build and all GPU tests (gpu-check; sanitizers below) ---------------------

@@ -14,15 +14,8 @@
 # T_RACECHECK (seconds), GC_DIR (scratch). bench/warp_train_relu_run.sh runs
 # it with the ReLU flavour's defaults.
 set -uo pipefail
-OUT="${1:?usage: bench/warp_train_run.sh OUTDIR}"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/warp_train_run.sh
 GC="${GC_DIR:-/tmp/warp_train_gc}"
-BUILD="$ROOT/build-gpu"
-T0=$(date +%s)
-note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 
 # ---- build only (gpu-check: deps, configure, ninja) ---------------------------
 NINJA_TARGETS="${NINJA_TARGETS:-kernels/fusedngp_gpu_tests kernels/fusedngp_mlp_bench}" \
