@@ -3,14 +3,16 @@
 # targets are missed (docs/FUSED_MLP_DESIGN.md, "Hardware counters"):
 # build (scripts/gpu-check, no tests), then `ncu --clock-control none` on
 #   1. the training step (fused L2) of 32 -> W x 2 -> 16 at 2^20 rows,
-#      W = 16 and 64, the planned warp kernel and the weight-gradient reduce;
+#      W in TRAIN_WIDTHS (16 and 64), the planned training kernel and the reduce;
 #   2. one image-fit step (configs/examples/image_fit_tcnn.json, batch 2^18)
 #      on IMAGE (an .exr/.png), every kernel of one step after warm-up.
-# Files back: summary.txt, ncu_train.txt, ncu_image.txt, ncu_*.csv.
+#   3. every section on the grid gradient and the optimizer's kernels in that run.
+# Files back: summary.txt, ncu_train.txt, ncu_image.txt, ncu_detail.txt.
 #
 #   FUSEDNGP_COMMIT=<hash> bench/ncu_profile_run.sh OUTDIR [IMAGE]
 # Knobs: SECTIONS (ncu --section list), TRAIN_WIDTHS (default "16 64"),
-# IMAGE_SKIP / IMAGE_COUNT (kernel launches skipped / profiled in the image run).
+# IMAGE_SKIP / IMAGE_COUNT (kernel launches skipped / profiled in the image run),
+# DETAIL_KERNELS / DETAIL_SKIP / DETAIL_COUNT (part 3).
 set -uo pipefail
 IMAGE="${2:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/ncu_profile_run.sh
@@ -32,7 +34,7 @@ for w in ${TRAIN_WIDTHS:-16 64}; do
   # Warm-up launches first (the bench's 3 warm-ups), then one step: the training
   # kernel and its reduce.
   timeout 120 "$NCU" --clock-control none --target-processes all "${SEC_ARGS[@]}" \
-    -k regex:'warp_train|reduce_weight' --launch-skip 6 --launch-count 2 \
+    -k regex:'mlp_.*train|reduce_weight' --launch-skip 6 --launch-count 2 \
     "$BUILD/kernels/fusedngp_mlp_bench" --train-ab --widths "$w" --depths 2 --batches 1048576 \
     --train-variants warp --reps 3 > "$OUT/ncu_train_w$w.txt" 2>&1
   note "ncu training W$w: exit $?, $(grep -c ')x(' "$OUT/ncu_train_w$w.txt") kernels"
@@ -48,6 +50,17 @@ if [ -n "$IMAGE" ] && [ -f "$IMAGE" ]; then
   note "ncu image-fit step: exit $?"
   # Kernel name and duration per launch, in order.
   awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$OUT/ncu_image.txt" \
+    >> "$OUT/summary.txt"
+  # 3. Every section on the kernels named by DETAIL_KERNELS (default: the grid's
+  # parameter gradient and the optimizer graph's kernels), two launches each
+  # after warm-up.
+  timeout 200 "$NCU" --clock-control none "${SEC_ARGS[@]}" --graph-profiling node \
+    -k regex:"${DETAIL_KERNELS:-grid_param_gradient|adam|convert_weights|float_to_half}" \
+    --launch-skip "${DETAIL_SKIP:-20}" --launch-count "${DETAIL_COUNT:-8}" \
+    "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" --config configs/examples/image_fit_tcnn.json \
+    --batch 262144 --steps 40 --out /tmp/ncu_image2 > "$OUT/ncu_detail.txt" 2>&1
+  note "ncu detail: exit $?"
+  awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$OUT/ncu_detail.txt" \
     >> "$OUT/summary.txt"
 fi
 note "done"
