@@ -20,11 +20,15 @@
 //     (read at its output layer).
 //   * output layer, per 16-column chunk: y = act_out(z) (stored if asked),
 //     delta_out = fp16(dL/dy * act_out'(z) * loss_scale) (dL/dy from the
-//     caller or the fused L1/L2 loss), then at once dW_D += delta_out^T h and
-//     g = delta_out W_D (B = the backward fragment buffer w_bwd).
+//     caller or the fused L1/L2/RelativeL2 loss, whose values each lane also
+//     sums when KernelArgs::loss_partial is set), then at once
+//     dW_D += delta_out^T h and g = delta_out W_D (B = the backward fragment
+//     buffer w_bwd).
 //   * hidden layers from the top: delta_l = fp16(g * act'(z_l)) (the C
 //     fragments of g become A fragments), dW_l += delta_l^T h_{l-1},
-//     g = delta_l W_l; at l = 0 dL/dinput = (delta_0 W_0) / loss_scale if asked.
+//     g = delta_l W_l; at l = 0 dL/dinput = (delta_0 W_0) / loss_scale if asked
+//     (a lane notes any inf/NaN it stores for KernelArgs::nonfinite_flag: one
+//     vote and at most one atomicOr per warp at kernel end).
 //   * weight gradients, K = the slab's 16 rows: the A operand is delta^T and
 //     the B operand h (K x N "col"), both transposes of fragments the warp
 //     already holds. movmatrix.trans transposes an 8x8 fp16 fragment in
