@@ -66,7 +66,26 @@ enum class LossKind : uint32_t {
     FromGradient,  // read dL/dout from the caller (backward)
     L2,            // fused train step: dL/dy = 2 (y - target) * loss_norm
     L1,            // fused train step: dL/dy = sign(y - target) * loss_norm
+    // fused train step: dL/dy = 2 (y - target) / (y^2 + 0.01) * loss_norm, the
+    // denominator a stop-gradient (src/losses/relative_losses.h, tiny-cuda-nn).
+    RelativeL2,
 };
+
+// The fused losses' epsilon (kRelativeLossEpsilon of the CPU, rounded once).
+constexpr float kFusedRelativeEpsilon = (float)0.01;
+
+// Per-element value and gradient (d value / d y, denominator held constant)
+// of a fused loss, unnormalised; the same expressions as the GPU loss kernels
+// (kernels/components/loss_kernels.cu).
+FUSEDNGP_HD float fused_loss_value(LossKind k, float y, float t) {
+    const float r = y - t;
+    switch (k) {
+    case LossKind::L2: return r * r;
+    case LossKind::L1: return r < 0.f ? -r : r;
+    case LossKind::RelativeL2: return r * r / (y * y + kFusedRelativeEpsilon);
+    default: return 0.f;
+    }
+}
 
 // Shared-memory row strides (in halves). +8 halves (16 bytes) per row makes
 // every ldmatrix / fragment store bank-conflict free: a row stride of 16k+8
@@ -106,6 +125,14 @@ struct KernelArgs {
     float loss_norm = 1.f;       // L1/L2: 1 / (batch * n_out)
     LossKind loss = LossKind::FromGradient;
     bool l2_prefetch = false;      // prefetch the next tile's input (and this tile's dL/dout) into L2
+    // Fused losses (not FromGradient), optional: the block's sum of the
+    // per-element loss values (unnormalised) to loss_partial[blockIdx.x], in
+    // a fixed order (lanes, then warps in order; no float atomics), so
+    // launch_finish_fused_loss's mean is bit-identical run to run.
+    double* loss_partial = nullptr;
+    // Optional: set to 1 (one atomicOr per warp at most) when any stored
+    // dL/dinput value is inf or NaN (fp16 overflow under the loss scale).
+    unsigned int* nonfinite_flag = nullptr;
 };
 
 } // namespace fusedngp::gpu

@@ -234,16 +234,26 @@ __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, siz
         const float d = y - __ldg(p.target + idx);
         return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
     }
+    case LossKind::RelativeL2: {
+        const float d = y - __ldg(p.target + idx);
+        return 2.f * d / (y * y + kFusedRelativeEpsilon) * p.loss_norm;
+    }
     }
     return 0.f;
 }
 
+// KernelArgs::loss_partial: one thread's loss value of element idx added to its sum.
+__device__ __forceinline__ void add_loss_value(const KernelArgs& p, float y, size_t idx, float& loss_sum) {
+    if (p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y, __ldg(p.target + idx));
+}
+
 // Output layer: y = act_out(h_{D-1} * W_D^T) to p.out (if set); in training
 // also delta_out = loss_scale * dL/dy * act_out'(z) into shared memory (zero
-// for rows past the batch and padded columns, so they add nothing later).
+// for rows past the batch and padded columns, so they add nothing later);
+// loss_sum gets the loss values (add_loss_value).
 template <int W, int MT>
 __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid,
-                                             bool training) {
+                                             bool training, float& loss_sum) {
     constexpr int NT8 = 2;
     const uint32_t n_out = p.shape.n_out;
     const uint32_t chunks = p.shape.n_out_pad / 16u;
@@ -275,8 +285,14 @@ __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem
             if (training) {
                 const float2 dz = activation_derivative_pair(out_act, make_float2(z0, z1));
                 float d0 = 0.f, d1 = 0.f;
-                if (row_ok && cc < n_out) d0 = loss_gradient(p, y0, g) * dz.x * p.loss_scale;
-                if (row_ok && cc + 1 < n_out) d1 = loss_gradient(p, y1, g + 1) * dz.y * p.loss_scale;
+                if (row_ok && cc < n_out) {
+                    d0 = loss_gradient(p, y0, g) * dz.x * p.loss_scale;
+                    add_loss_value(p, y0, g, loss_sum);
+                }
+                if (row_ok && cc + 1 < n_out) {
+                    d1 = loss_gradient(p, y1, g + 1) * dz.y * p.loss_scale;
+                    add_loss_value(p, y1, g + 1, loss_sum);
+                }
                 *half2_at(s.delta_out, s.ldo, rr, cc) = __floats2half2_rn(d0, d1);
             }
         });
@@ -314,9 +330,11 @@ __device__ __forceinline__ void backward_hidden(const KernelArgs& p, const TileS
     }
 }
 
-// dL/dinput = delta_0 * W_0, unscaled, to global memory.
+// dL/dinput = delta_0 * W_0, unscaled, to global memory; bad is set when a
+// stored value is inf or NaN.
 template <int W, int MT>
-__device__ __forceinline__ void backward_input(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid) {
+__device__ __forceinline__ void backward_input(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid,
+                                               bool& bad) {
     constexpr int NT8 = 2;
     const uint32_t n_in = p.shape.n_in;
     const uint32_t chunks = p.shape.n_in_pad / 16u;
@@ -331,8 +349,15 @@ __device__ __forceinline__ void backward_input(const KernelArgs& p, const TileSm
             const uint32_t rr = row + r, cc = col + c;
             if (rr >= valid) return;
             float* dst = p.din + (size_t)(row0 + rr) * n_in + cc;
-            if (cc < n_in) dst[0] = g0 * p.inv_loss_scale;
-            if (cc + 1 < n_in) dst[1] = g1 * p.inv_loss_scale;
+            const float v0 = g0 * p.inv_loss_scale, v1 = g1 * p.inv_loss_scale;
+            if (cc < n_in) {
+                dst[0] = v0;
+                bad |= !isfinite(v0);
+            }
+            if (cc + 1 < n_in) {
+                dst[1] = v1;
+                bad |= !isfinite(v1);
+            }
         });
     }
 }
@@ -455,7 +480,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             forward_hidden<W, MT>(p, s, l, false);
             __syncthreads();
         }
-        output_layer<W, MT>(p, s, row0, valid, false);
+        float unused = 0.f;
+        output_layer<W, MT>(p, s, row0, valid, false, unused);
     }
 }
 
@@ -465,6 +491,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
     const TileSmem s = make_tile_smem(p, smem_raw, true);
     const uint32_t D = p.shape.n_hidden;
     bool first_tile = true;
+    float loss_sum = 0.f;  // this thread's loss values (KernelArgs::loss_partial)
+    bool din_bad = false;  // a non-finite dL/dinput stored (KernelArgs::nonfinite_flag)
     for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
         const uint32_t row0 = tile * s.rows;
         const uint32_t valid = min(s.rows, p.batch - row0);
@@ -481,7 +509,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             forward_hidden<W, MT>(p, s, l, true);
             __syncthreads();
         }
-        output_layer<W, MT>(p, s, row0, valid, true);
+        output_layer<W, MT>(p, s, row0, valid, true, loss_sum);
         __syncthreads();
         weight_gradient(p, s, D, first_tile);
         // backward_hidden(l) overwrites z_l, which weight_gradient(l + 1) reads:
@@ -494,8 +522,27 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             if (l > 0) __syncthreads();
         }
         // Reads delta_0 only, like weight_gradient(0): no barrier needed.
-        if (p.din != nullptr) backward_input<W, MT>(p, s, row0, valid);
+        if (p.din != nullptr) backward_input<W, MT>(p, s, row0, valid, din_bad);
         first_tile = false;
+    }
+    // One vote and at most one atomic per warp.
+    if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane_id() == 0)
+        atomicOr(p.nonfinite_flag, 1u);
+    if (p.loss_partial != nullptr) {
+        // Lanes in a fixed butterfly, warps in order (through the input
+        // tile's shared memory, free once every warp is past the last tile).
+        double v = (double)loss_sum;
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+        double* s_warp = reinterpret_cast<double*>(smem_raw);
+        __syncthreads();
+        if (lane_id() == 0) s_warp[warp_id()] = v;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            double sum = 0.0;
+            for (int w = 0; w < kWarps; ++w) sum += s_warp[w];
+            p.loss_partial[blockIdx.x] = sum;
+        }
     }
 }
 

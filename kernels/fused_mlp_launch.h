@@ -59,4 +59,11 @@ cudaError_t launch_reduce_weight_gradients(const float* partial, uint32_t n_bloc
                                            const MlpShape& shape, float scale, bool accumulate, float* dweights,
                                            cudaStream_t stream);
 
+// The fused losses' mean: *mean_loss = (float)(sum of partials[0..n_partials)
+// / n_elements), summed in double in a fixed order (deterministic); 0 when
+// n_elements is 0. partials: KernelArgs::loss_partial of a training launch
+// (one per block of its grid). One block; no host sync.
+cudaError_t launch_finish_fused_loss(const double* partials, uint32_t n_partials, size_t n_elements,
+                                     float* mean_loss, cudaStream_t stream);
+
 } // namespace fusedngp::gpu

@@ -20,11 +20,15 @@
 //     (read at its output layer).
 //   * output layer, per 16-column chunk: y = act_out(z) (stored if asked),
 //     delta_out = fp16(dL/dy * act_out'(z) * loss_scale) (dL/dy from the
-//     caller or the fused L1/L2 loss), then at once dW_D += delta_out^T h and
-//     g = delta_out W_D (B = the backward fragment buffer w_bwd).
+//     caller or the fused L1/L2/RelativeL2 loss, whose values each lane also
+//     sums when KernelArgs::loss_partial is set), then at once
+//     dW_D += delta_out^T h and g = delta_out W_D (B = the backward fragment
+//     buffer w_bwd).
 //   * hidden layers from the top: delta_l = fp16(g * act'(z_l)) (the C
 //     fragments of g become A fragments), dW_l += delta_l^T h_{l-1},
-//     g = delta_l W_l; at l = 0 dL/dinput = (delta_0 W_0) / loss_scale if asked.
+//     g = delta_l W_l; at l = 0 dL/dinput = (delta_0 W_0) / loss_scale if asked
+//     (a lane notes any inf/NaN it stores for KernelArgs::nonfinite_flag: one
+//     vote and at most one atomicOr per warp at kernel end).
 //   * weight gradients, K = the slab's 16 rows: the A operand is delta^T and
 //     the B operand h (K x N "col"), both transposes of fragments the warp
 //     already holds. movmatrix.trans transposes an 8x8 fp16 fragment in
@@ -272,9 +276,18 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
             const float d = y - v;
             return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
         }
+        case LossKind::RelativeL2: {
+            const float d = y - v;
+            return 2.f * d / (y * y + kFusedRelativeEpsilon) * p.loss_norm;
+        }
         }
         return 0.f;
     };
+    // This lane's sum of loss values (KernelArgs::loss_partial) and whether
+    // it stored a non-finite dL/dinput (KernelArgs::nonfinite_flag).
+    const bool want_loss = p.loss_partial != nullptr;
+    float loss_sum = 0.f;
+    bool din_bad = false;
 
     for (; slab < n_slabs; slab += total_warps, turn_next_round(ring)) {
         const uint32_t row0 = slab * kSlabRows;
@@ -373,8 +386,14 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                         }
                         const float2 dz = activation_derivative_pair(out_act, z);
                         float d0 = 0.f, d1 = 0.f;
-                        if (row_ok && c < n_out) d0 = loss_grad(y.x, lv[hh][n].x) * dz.x * p.loss_scale;
-                        if (row_ok && c + 1 < n_out) d1 = loss_grad(y.y, lv[hh][n].y) * dz.y * p.loss_scale;
+                        if (row_ok && c < n_out) {
+                            d0 = loss_grad(y.x, lv[hh][n].x) * dz.x * p.loss_scale;
+                            if (want_loss) loss_sum += fused_loss_value(p.loss, y.x, lv[hh][n].x);
+                        }
+                        if (row_ok && c + 1 < n_out) {
+                            d1 = loss_grad(y.y, lv[hh][n].y) * dz.y * p.loss_scale;
+                            if (want_loss) loss_sum += fused_loss_value(p.loss, y.y, lv[hh][n].y);
+                        }
                         // A fragment of output units chunk*16..+15: a0/a1 rows g/g+8 of
                         // n8 tile 0, a2/a3 of n8 tile 1.
                         d[0][2 * n + hh] = pack_half2(d0, d1);
@@ -441,8 +460,16 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 #pragma unroll
                             for (int n = 0; n < 2; ++n) {
                                 const uint32_t c = chunk * 16u + n * 8u + 2u * t;
-                                if (c < n_in) dst[c] = o[0][n][2 * hh] * p.inv_loss_scale;
-                                if (c + 1 < n_in) dst[c + 1] = o[0][n][2 * hh + 1] * p.inv_loss_scale;
+                                const float v0 = o[0][n][2 * hh] * p.inv_loss_scale;
+                                const float v1 = o[0][n][2 * hh + 1] * p.inv_loss_scale;
+                                if (c < n_in) {
+                                    dst[c] = v0;
+                                    din_bad |= !isfinite(v0);
+                                }
+                                if (c + 1 < n_in) {
+                                    dst[c + 1] = v1;
+                                    din_bad |= !isfinite(v1);
+                                }
                             }
                         }
                     }
@@ -451,9 +478,26 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
         }
     }
 
+    // ---- the flag (one vote and at most one atomic per warp) and the loss:
+    // lanes summed in a fixed butterfly, each warp's sum in its own (now
+    // unused) activation slot, added in warp order below ----
+    if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane == 0) atomicOr(p.nonfinite_flag, 1u);
+    if (want_loss) {
+        double v = (double)loss_sum;
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+        if (lane == 0) *reinterpret_cast<double*>(s_act_all + (size_t)warp * act_slots * 32u) = v;
+    }
+
     // ---- the block's partial: warps' sums in warp order (or the block's
     // one sum), padded layout ----
     __syncthreads();
+    if (want_loss && threadIdx.x == 0) {
+        double sum = 0.0;
+        for (uint32_t w = 0; w < kWarps; ++w)
+            sum += *reinterpret_cast<const double*>(s_act_all + (size_t)w * act_slots * 32u);
+        p.loss_partial[blockIdx.x] = sum;
+    }
     float* partial = p.partial + (size_t)blockIdx.x * p.partial_stride;
     for (uint32_t f = threadIdx.x; f < (uint32_t)P; f += blockDim.x) {
         uint32_t l = 0;

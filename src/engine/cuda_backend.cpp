@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "gpu/fused_mlp.h"
 #include "modes/image_mode.h"
 #include "networks/mlp.h"
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,21 @@ decltype(auto) translating_out_of_memory(F&& f) {
 }
 
 constexpr uint32_t kInferenceChunk = 1u << 18;
+
+// The fused training kernels' loss for a GpuLoss otype (false: none; then
+// the unfused path). These losses have no parameters.
+bool fused_loss_kind(const std::string& otype, gpu::LossKind* kind) {
+    if (otype == "L2") *kind = gpu::LossKind::L2;
+    else if (otype == "L1") *kind = gpu::LossKind::L1;
+    else if (otype == "RelativeL2") *kind = gpu::LossKind::RelativeL2;
+    else return false;
+    return true;
+}
+
+bool env_unfused_step() {
+    const char* v = std::getenv("FUSEDNGP_UNFUSED_STEP");
+    return v != nullptr && std::string(v) == "1";
+}
 
 // network.otype -> kernel. MLP and CPU (accepted by the CPU engine) mean
 // "no preference" on the GPU, like Auto.
@@ -93,7 +110,7 @@ std::string cuda_device_description() {
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
     : config_(config), seed_(seed), scaling_(scaling),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
-      host_rng_(derive_seed(seed, 3)) {
+      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_unfused_step()) {
     if (!cuda_device_available()) {
         throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
     }
@@ -403,18 +420,31 @@ void CudaBackend::run_step(uint32_t batch) {
     FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[0], stream_));
     FUSEDNGP_GPU_CHECK(cudaMemsetAsync(flag, 0, sizeof(unsigned int), stream_));
     encoding_->forward(const_rows(inputs_.data(), n_in), rows(encoded_.data(), n_enc_out), batch, stream_);
-    mlp_->forward(encoded_.data(), outputs_.data(), batch, stream_);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[1], stream_));
+    gpu::LossKind fused_loss = gpu::LossKind::FromGradient;
+    auto* fused = fused_step_enabled_ ? dynamic_cast<gpu::FusedMlp*>(mlp_.get()) : nullptr;
+    if (fused != nullptr && fused_loss_kind(loss_->otype(), &fused_loss)) {
+        // One training kernel: forward, loss gradient and value, backward; it
+        // flags a non-finite dL/dencoded itself. The outputs are not stored
+        // (nothing reads them after a step). The split's "forward" is then
+        // the encoding's alone.
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[1], stream_));
+        fused->train_step(encoded_.data(), targets_.data(), fused_loss, nullptr, dencoded_.data(), grads_net, batch,
+                          stream_, false, &readback_.data()->loss, flag);
+        gpu::launch_flag_non_finite(grads_net, n_net, flag, stream_);
+    } else {
+        mlp_->forward(encoded_.data(), outputs_.data(), batch, stream_);
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(timing_events_[1], stream_));
 
-    // Unscaled dL/dout: the fused MLP applies its loss scale before fp16 rounding
-    // and divides it out of dL/dW and dL/dencoded in fp32.
-    loss_->evaluate(outputs_.data(), targets_.data(), batch, n_out, 1.f, doutputs_.data(), &readback_.data()->loss,
-                    stream_);
-    mlp_->backward(encoded_.data(), doutputs_.data(), dencoded_.data(), grads_net, batch, stream_);
-    // fp16 overflow shows up as inf/NaN in dL/dW and dL/dencoded; the
-    // encoding's gradient is a weighted sum of the latter, so these two suffice.
-    gpu::launch_flag_non_finite(grads_net, n_net, flag, stream_);
-    gpu::launch_flag_non_finite(dencoded_.data(), (size_t)batch * n_enc_out, flag, stream_);
+        // Unscaled dL/dout: the fused MLP applies its loss scale before fp16 rounding
+        // and divides it out of dL/dW and dL/dencoded in fp32.
+        loss_->evaluate(outputs_.data(), targets_.data(), batch, n_out, 1.f, doutputs_.data(),
+                        &readback_.data()->loss, stream_);
+        mlp_->backward(encoded_.data(), doutputs_.data(), dencoded_.data(), grads_net, batch, stream_);
+        // fp16 overflow shows up as inf/NaN in dL/dW and dL/dencoded; the
+        // encoding's gradient is a weighted sum of the latter, so these two suffice.
+        gpu::launch_flag_non_finite(grads_net, n_net, flag, stream_);
+        gpu::launch_flag_non_finite(dencoded_.data(), (size_t)batch * n_enc_out, flag, stream_);
+    }
     // Sparse updates keep the encoding's gradient zero between steps: add into it.
     encoding_->backward(const_rows(inputs_.data(), n_in), const_rows(dencoded_.data(), n_enc_out), grads_.data(),
                         gpu::DeviceRows{}, batch, stream_, sparse_encoding_updates_);
@@ -649,8 +679,15 @@ StepTimings CudaBackend::last_timings() const {
     return timings_;
 }
 
+bool CudaBackend::fused_step_active() const {
+    gpu::LossKind kind = gpu::LossKind::FromGradient;
+    return fused_step_enabled_ && dynamic_cast<const gpu::FusedMlp*>(mlp_.get()) != nullptr &&
+           fused_loss_kind(loss_->otype(), &kind);
+}
+
 std::string CudaBackend::describe() const {
     return "cuda: " + encoding_->describe() + " -> " + mlp_->describe() +
+           (fused_step_active() ? ", fused training step (loss in the MLP kernel)" : "") +
            (auto_timing_.batch > 0 ? " (Auto: " + auto_timing_.summary() + ")" : "") +
            (exact_skip() ? ", overflow skip by conditional graph" : ", overflow guard by zeroed gradients");
 }

@@ -99,6 +99,15 @@ public:
     // FullyFused throws ConfigError where the fused kernel cannot run; Auto
     // re-times on the next step. Synchronizes.
     void set_mlp_kernel(gpu::MlpKernel kernel);
+    // The fused training step (FusedMlp::train_step: MLP forward, loss, loss
+    // value and backward in one kernel, the dL/dencoded overflow check in
+    // it too) where the network is a FusedMlp and the loss is L2, L1 or
+    // RelativeL2; every other case runs forward, GpuLoss and backward. On by
+    // default unless the environment sets FUSEDNGP_UNFUSED_STEP=1; off forces
+    // the unfused path (A/B tests). fused_step_active(): whether steps use
+    // it now.
+    void set_fused_step(bool on) { fused_step_enabled_ = on; }
+    bool fused_step_active() const;
     // Auto's measurement, once made (batch 0 before).
     const gpu::KernelTiming& auto_timing() const { return auto_timing_; }
     // The GUI's display path: renders the model (inference parameters) at
@@ -175,6 +184,7 @@ private:
     float last_loss_ = 0;
     float loss_scale_ = 128.f;
     bool sparse_encoding_updates_ = false;
+    bool fused_step_enabled_ = true;
     uint32_t clean_steps_ = 0;
     uint64_t skipped_steps_ = 0;
 

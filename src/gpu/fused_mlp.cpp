@@ -91,6 +91,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     if (has_tile_training_) partials = std::max(partials, tile_training_plan_.max_blocks);
     if (has_warp_training_) partials = std::max(partials, warp_training_plan_.max_blocks);
     partial_ = DeviceMemory((size_t)partials * padded * sizeof(float));
+    loss_partial_ = DeviceMemory((size_t)std::max(partials, 1u) * sizeof(double));
 }
 
 size_t FusedMlp::n_params() const { return fusedngp::gpu::n_params(shape_); }
@@ -483,12 +484,14 @@ void FusedMlp::forward(const float* d_in, float* d_out, uint32_t batch, cudaStre
 }
 
 void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float* d_dweights, cudaStream_t stream,
-                                   bool accumulate) {
+                                   bool accumulate, float* d_mean_loss) {
     if (args.batch == 0) {
         if (d_dweights != nullptr && !accumulate)
             FUSEDNGP_CUDA_CHECK(cudaMemsetAsync(d_dweights, 0, n_params() * sizeof(float), stream));
+        if (d_mean_loss != nullptr) FUSEDNGP_CUDA_CHECK(cudaMemsetAsync(d_mean_loss, 0, sizeof(float), stream));
         return;
     }
+    if (d_mean_loss != nullptr) args.loss_partial = loss_partial_.as<double>();
     const size_t stride = n_params_padded(shape_);
     args.partial = partial_.as<float>();
     args.partial_stride = stride;
@@ -514,6 +517,9 @@ void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float*
     if (d_dweights != nullptr)
         FUSEDNGP_CUDA_CHECK(launch_reduce_weight_gradients(partial_.as<float>(), grid, stride, shape_,
                                                            1.f / loss_scale_, accumulate, d_dweights, stream));
+    if (d_mean_loss != nullptr)
+        FUSEDNGP_CUDA_CHECK(launch_finish_fused_loss(loss_partial_.as<double>(), grid,
+                                                     (size_t)args.batch * shape_.n_out, d_mean_loss, stream));
 }
 
 void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
@@ -523,20 +529,24 @@ void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, fl
     args.loss = LossKind::FromGradient;
     args.dout = d_dout;
     args.din = d_din;
-    run_training_kernel(args, plan, d_dweights, stream, accumulate);
+    run_training_kernel(args, plan, d_dweights, stream, accumulate, nullptr);
 }
 
 void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
-                          float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate) {
-    if (loss == LossKind::FromGradient) throw std::invalid_argument("FusedMlp::train_step: loss must be L1 or L2");
+                          float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate,
+                          float* d_mean_loss, unsigned int* d_din_nonfinite) {
+    if (loss == LossKind::FromGradient)
+        throw std::invalid_argument("FusedMlp::train_step: loss must be L1, L2 or RelativeL2");
     const PassPlan& plan = training_plan_for(batch);
     KernelArgs args = base_args(d_in, batch, plan);
     args.loss = loss;
     args.target = d_target;
     args.out = d_out;
     args.din = d_din;
-    args.loss_norm = batch > 0 ? 1.f / ((float)batch * (float)shape_.n_out) : 0.f;
-    run_training_kernel(args, plan, d_dweights, stream, accumulate);
+    args.nonfinite_flag = d_din_nonfinite;
+    // As the GPU loss's 1 / n (exact for n < 2^24 either way).
+    args.loss_norm = batch > 0 ? 1.f / (float)((size_t)batch * shape_.n_out) : 0.f;
+    run_training_kernel(args, plan, d_dweights, stream, accumulate, d_mean_loss);
 }
 
 std::string FusedMlp::describe() const {

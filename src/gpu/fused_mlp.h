@@ -13,7 +13,7 @@
 // in device memory, so backward() takes the input again:
 //   forward(in, out)                               -> out (for the loss)
 //   backward(in, dL/dout, dL/din, dL/dW)           -> gradients
-// or, when the loss is elementwise L1/L2, one fused call that needs no
+// or, when the loss is elementwise L1/L2/RelativeL2, one fused call that needs no
 // separate forward:
 //   train_step(in, target, loss, out, dL/din, dL/dW)
 // All calls are asynchronous on the given stream, never synchronize the host
@@ -188,9 +188,13 @@ public:
     void backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
                   cudaStream_t stream, bool accumulate = false) override;
     // Fused forward + elementwise loss (mean over batch * n_out) + backward.
-    // d_out, d_din, d_dweights may be null.
+    // d_out, d_din, d_dweights may be null. d_mean_loss (optional): the mean
+    // loss, unscaled, as a device float (deterministic; the value GpuLoss's
+    // evaluate writes). d_din_nonfinite (optional, needs d_din): set to 1
+    // when a stored dL/din value is inf or NaN, left alone otherwise.
     void train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
-                    float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false);
+                    float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false,
+                    float* d_mean_loss = nullptr, unsigned int* d_din_nonfinite = nullptr);
 
     const PassPlan& inference_plan() const { return inference_plan_; }
     // The training plan of large batches: the warp training kernel's when
@@ -219,7 +223,7 @@ private:
     int warp_input_tiles() const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
     void run_training_kernel(KernelArgs args, const PassPlan& plan, float* d_dweights, cudaStream_t stream,
-                             bool accumulate);
+                             bool accumulate, float* d_mean_loss);
 
     FusedMlpConfig config_;
     FusedMlpTuning tuning_;
@@ -237,6 +241,7 @@ private:
     DeviceMemory w_fwd_;     // fp16 fragments of W^T
     DeviceMemory w_bwd_;     // fp16 fragments of W
     DeviceMemory partial_;   // per-block weight-gradient partials
+    DeviceMemory loss_partial_;  // per-block loss sums (double)
 };
 
 } // namespace fusedngp::gpu
