@@ -236,7 +236,7 @@ __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, siz
     }
     case LossKind::RelativeL2: {
         const float d = y - __ldg(p.target + idx);
-        return 2.f * d / (y * y + kFusedRelativeEpsilon) * p.loss_norm;
+        return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
     }
     }
     return 0.f;

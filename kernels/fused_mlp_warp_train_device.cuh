@@ -278,7 +278,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
         }
         case LossKind::RelativeL2: {
             const float d = y - v;
-            return 2.f * d / (y * y + kFusedRelativeEpsilon) * p.loss_norm;
+            return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
         }
         }
         return 0.f;
@@ -516,8 +516,17 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 // Per-warp mode: blocks of kWarpKernelThreads. (A minimum of 1 block per SM
 // in the launch bounds made ptxas use 234 instead of 144 registers at W = 64:
 // only the 128-register kernel names one.)
+// ReLU flavour at W = 16, n_in <= 32: at least 6 blocks (24 warps) per SM,
+// i.e. at most 80 registers, what it took with no spill before the fused
+// loss's extras (RelativeL2, loss sums, the dL/dinput flag) pushed ptxas's
+// own choice to 91-96 (5 blocks/SM). Still no spill at 80 (ptxas, sm_90); at
+// n_in = 64 the cap would spill ~900 bytes, so it applies only up to 32.
 template <int W, int KT_IN, bool RELU>
-__global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_train_kernel(const KernelArgs p) {
+constexpr int warp_train_min_blocks() { return W == 16 && KT_IN <= 2 && RELU ? 6 : 1; }
+
+template <int W, int KT_IN, bool RELU>
+__global__ void __launch_bounds__(kWarpKernelThreads, warp_train_min_blocks<W, KT_IN, RELU>())
+    fused_mlp_warp_train_kernel(const KernelArgs p) {
     warp_train_body<W, KT_IN, false, RELU>(p);
 }
 // Shared mode, up to kMaxWarpTrainWarps warps (at most 65536 / 384 = 170 registers).
