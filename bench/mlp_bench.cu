@@ -34,8 +34,10 @@
 // dL/dinput, as `fusedngp bench mlp --passes train`) and forward + backward
 // with dL/dout from the caller and dL/dinput; every variant twice in
 // interleaved order. "warp" runs the ReLU flavour the planner picks for
-// these ReLU / None networks, "f0" the same variant with the activations
-// switched at run time. --train-variants keeps only the named variants.
+// these ReLU / None networks, "warpx" the same through the kernels with the
+// fused loss's extras compiled in (RelativeL2, loss sums, dL/dinput flag),
+// "f0" the same variant with the activations switched at run time.
+// --train-variants keeps only the named variants.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
@@ -383,6 +385,11 @@ int main(int argc, char** argv) {
             FusedMlpTuning f0 = warp;
             f0.warp_train_flavor = 0;
             variants.push_back({"f0", f0});
+            // The planned variant through the kernels with the fused loss's
+            // extras compiled in (what the image step's fused training runs).
+            FusedMlpTuning warpx = warp;
+            warpx.warp_train_extras = 1;
+            variants.push_back({"warpx", warpx});
             auto forced = [&](const std::string& name, WarpDwMode mode, int warps) {
                 FusedMlpTuning t = warp;
                 t.warp_train_dw_mode = (int)mode;
@@ -461,7 +468,7 @@ int main(int argc, char** argv) {
                             std::fflush(stdout);
                         }
         std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d; tile = block-tile kernel, warp = the warp "
-                    "training kernel's planned variant, f0 = the same with the activations switched at run time (no ReLU flavour), pw / shN / s128xN = forced variants (per-warp sums; per-block "
+                    "training kernel's planned variant, f0 = the same with the activations switched at run time (no ReLU flavour), warpx = the same through the kernels with the fused loss's extras, pw / shN / s128xN = forced variants (per-warp sums; per-block "
                     "sums, N warps per block; the same at 128 registers), nopf = warp without the L2 prefetch\n",
                     opt.n_in, opt.n_out, opt.reps);
         std::printf("%-7s %4s %3s %9s %-20s %10s %12s\n", "kernel", "W", "D", "batch", "pass", "ms", "Gsamples/s");

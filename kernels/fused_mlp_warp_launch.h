@@ -94,6 +94,9 @@ struct WarpTrainVariant {
     WarpDwMode dw_mode = WarpDwMode::PerWarp;
     int warps = kWarpKernelThreads / 32;
     int flavor = 0;
+    // The kernels with the fused loss's extras for every call, not only for
+    // the calls that need them (FusedMlpTuning::warp_train_extras: A/B).
+    bool always_extras = false;
 };
 // Most warps per block of the shared-sum kernels (their __launch_bounds__).
 constexpr int kMaxWarpTrainWarps = 12;
@@ -149,12 +152,20 @@ cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_sme
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream);
+// Whether a training call needs the kernels with the fused loss's extras
+// compiled in (RelativeL2, loss sums, the dL/dinput non-finite flag). The
+// ReLU flavour also has kernels without them: the extras' code in the
+// output layer cost the W16 step ~4 % even when unused (registers and a
+// branch per element).
+FUSEDNGP_HD bool needs_warp_train_extras(const KernelArgs& a) {
+    return a.loss_partial != nullptr || a.nonfinite_flag != nullptr || a.loss == LossKind::RelativeL2;
+}
 namespace detail {
-// The kernel of a variant of flavour RELU ? kWarpRelu : 0 (null when not
-// compiled); each flavour in its own file (fused_mlp_warp_train[_relu]_w<W>.cu),
-// so the two build in parallel.
+// The kernel of a variant of flavour RELU ? kWarpRelu : 0, with or without the
+// extras (null when not compiled); each flavour in its own file
+// (fused_mlp_warp_train[_relu]_w<W>.cu), so the two build in parallel.
 template <int W, bool RELU>
-const void* warp_train_kernel(const WarpTrainVariant& v);
+const void* warp_train_kernel(const WarpTrainVariant& v, bool extras);
 } // namespace detail
 
 #define FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(W)                                                                       \
@@ -162,8 +173,8 @@ const void* warp_train_kernel(const WarpTrainVariant& v);
     extern template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,  \
                                                      cudaStream_t);                                              \
     namespace detail {                                                                                             \
-    extern template const void* warp_train_kernel<W, false>(const WarpTrainVariant&);                              \
-    extern template const void* warp_train_kernel<W, true>(const WarpTrainVariant&);                               \
+    extern template const void* warp_train_kernel<W, false>(const WarpTrainVariant&, bool);                        \
+    extern template const void* warp_train_kernel<W, true>(const WarpTrainVariant&, bool);                         \
     }
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(16)
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(32)

@@ -166,7 +166,7 @@ __device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const 
 // ReLU flavour (kWarpRelu: hidden ReLU and output None compiled in, whatever
 // the shape says; the planner picks it only for such networks). The three
 // __global__ kernels below differ only in their launch bounds.
-template <int W, int KT_IN, bool SHARED, bool RELU>
+template <int W, int KT_IN, bool SHARED, bool RELU, bool EXTRAS>
 __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     constexpr int NT = W / 8;   // n8 tiles of a hidden layer
     constexpr int KT = W / 16;  // k16 tiles of a hidden layer
@@ -277,6 +277,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
             return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
         }
         case LossKind::RelativeL2: {
+            if constexpr (!EXTRAS) return 0.f;  // never launched with it (needs_warp_train_extras)
             const float d = y - v;
             return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
         }
@@ -285,7 +286,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     };
     // This lane's sum of loss values (KernelArgs::loss_partial) and whether
     // it stored a non-finite dL/dinput (KernelArgs::nonfinite_flag).
-    const bool want_loss = p.loss_partial != nullptr;
+    const bool want_loss = EXTRAS && p.loss_partial != nullptr;
     float loss_sum = 0.f;
     bool din_bad = false;
 
@@ -464,11 +465,11 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                                 const float v1 = o[0][n][2 * hh + 1] * p.inv_loss_scale;
                                 if (c < n_in) {
                                     dst[c] = v0;
-                                    din_bad |= !isfinite(v0);
+                                    if constexpr (EXTRAS) din_bad |= !isfinite(v0);
                                 }
                                 if (c + 1 < n_in) {
                                     dst[c + 1] = v1;
-                                    din_bad |= !isfinite(v1);
+                                    if constexpr (EXTRAS) din_bad |= !isfinite(v1);
                                 }
                             }
                         }
@@ -481,7 +482,8 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     // ---- the flag (one vote and at most one atomic per warp) and the loss:
     // lanes summed in a fixed butterfly, each warp's sum in its own (now
     // unused) activation slot, added in warp order below ----
-    if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane == 0) atomicOr(p.nonfinite_flag, 1u);
+    if (EXTRAS && p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane == 0)
+        atomicOr(p.nonfinite_flag, 1u);
     if (want_loss) {
         double v = (double)loss_sum;
 #pragma unroll
@@ -524,23 +526,35 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 template <int W, int KT_IN, bool RELU>
 constexpr int warp_train_min_blocks() { return W == 16 && KT_IN <= 2 && RELU ? 6 : 1; }
 
-template <int W, int KT_IN, bool RELU>
+// EXTRAS: the fused loss's RelativeL2, loss sums and dL/dinput flag compiled
+// in. The ReLU flavour also comes without them (EXTRAS = false, picked at
+// launch when a call needs none: needs_warp_train_extras); flavour 0 always
+// has them.
+template <int W, int KT_IN, bool RELU, bool EXTRAS>
 __global__ void __launch_bounds__(kWarpKernelThreads, warp_train_min_blocks<W, KT_IN, RELU>())
     fused_mlp_warp_train_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, false, RELU>(p);
+    warp_train_body<W, KT_IN, false, RELU, EXTRAS>(p);
 }
 // Shared mode, up to kMaxWarpTrainWarps warps (at most 65536 / 384 = 170 registers).
+// ReLU flavour at W = 32, n_in <= 32 (the W32 plan, 8-warp blocks): at most
+// 80 registers (2 blocks of up to 12 warps), so that 3 blocks of 8 warps fit
+// per SM. ptxas's own choice was 79 or 89 depending on unrelated code (89:
+// 2 blocks, 6.28 G samples/s at 2^20; 79: 6.58, H200).
 template <int W, int KT_IN, bool RELU>
-__global__ void __launch_bounds__(kMaxWarpTrainWarps * 32) fused_mlp_warp_train_shared_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true, RELU>(p);
+constexpr int warp_train_shared_min_blocks() { return W == 32 && KT_IN <= 2 && RELU ? 2 : 1; }
+
+template <int W, int KT_IN, bool RELU, bool EXTRAS>
+__global__ void __launch_bounds__(kMaxWarpTrainWarps * 32, warp_train_shared_min_blocks<W, KT_IN, RELU>())
+    fused_mlp_warp_train_shared_kernel(const KernelArgs p) {
+    warp_train_body<W, KT_IN, true, RELU, EXTRAS>(p);
 }
 // Shared mode, up to kMaxWarpTrain128Warps warps and 2 blocks per SM: 128
 // registers, 16 warps per SM (W = 64: no spills at kt_in 1 and 2, 8 bytes at
 // 4; with the input in registers instead of the staging area it spilled
 // 288 bytes at kt_in = 2).
-template <int W, int KT_IN, bool RELU>
+template <int W, int KT_IN, bool RELU, bool EXTRAS>
 __global__ void __launch_bounds__(kMaxWarpTrain128Warps * 32, 2) fused_mlp_warp_train_shared128_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true, RELU>(p);
+    warp_train_body<W, KT_IN, true, RELU, EXTRAS>(p);
 }
 
 } // namespace fusedngp::gpu::detail

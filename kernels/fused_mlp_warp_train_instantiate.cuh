@@ -8,59 +8,78 @@
 namespace fusedngp::gpu {
 
 namespace detail {
-template <int W, int MODE, bool RELU>
+template <int W, int MODE, bool RELU, bool EXTRAS>
 const void* warp_train_kernel_of_mode(int kt_in) {
     const int k = kt_in <= 1 ? 0 : (kt_in == 2 ? 1 : 2);
     if constexpr (MODE == 0) {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_kernel<W, 1, RELU>,
-                                  (const void*)fused_mlp_warp_train_kernel<W, 2, RELU>,
-                                  (const void*)fused_mlp_warp_train_kernel<W, 4, RELU>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_kernel<W, 1, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 2, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_kernel<W, 4, RELU, EXTRAS>};
         return kernels[k];
     } else if constexpr (MODE == 1) {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared_kernel<W, 1, RELU>,
-                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 2, RELU>,
-                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 4, RELU>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared_kernel<W, 1, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 2, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_shared_kernel<W, 4, RELU, EXTRAS>};
         return kernels[k];
     } else {
-        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared128_kernel<W, 1, RELU>,
-                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 2, RELU>,
-                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 4, RELU>};
+        const void* kernels[3] = {(const void*)fused_mlp_warp_train_shared128_kernel<W, 1, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 2, RELU, EXTRAS>,
+                                  (const void*)fused_mlp_warp_train_shared128_kernel<W, 4, RELU, EXTRAS>};
         return kernels[k];
     }
 }
-// The kernel of a variant of this flavour, or null when the library has none
+template <int W, int MODE, bool RELU>
+const void* warp_train_kernel_of_mode(int kt_in, bool extras) {
+    // Flavour 0 has the extras always (one kernel set); the ReLU flavour both ways.
+    if constexpr (RELU) {
+        if (!extras) return warp_train_kernel_of_mode<W, MODE, true, false>(kt_in);
+    }
+    return warp_train_kernel_of_mode<W, MODE, RELU, true>(kt_in);
+}
+// The kernel of a variant of this flavour, with or without the fused loss's
+// extras (needs_warp_train_extras), or null when the library has none
 // (warp_train_variant_compiled).
 template <int W, bool RELU>
-const void* warp_train_kernel(const WarpTrainVariant& v) {
+const void* warp_train_kernel(const WarpTrainVariant& v, bool extras) {
     if (!warp_train_variant_compiled(W, v) || (v.flavor == kWarpRelu) != RELU) return nullptr;
     switch (v.dw_mode) {
-    case WarpDwMode::PerWarp: return warp_train_kernel_of_mode<W, 0, RELU>(v.kt_in);
-    case WarpDwMode::Shared: return warp_train_kernel_of_mode<W, 1, RELU>(v.kt_in);
+    case WarpDwMode::PerWarp: return warp_train_kernel_of_mode<W, 0, RELU>(v.kt_in, extras);
+    case WarpDwMode::Shared: return warp_train_kernel_of_mode<W, 1, RELU>(v.kt_in, extras);
     case WarpDwMode::Shared128:
-        if constexpr (W == 64) return warp_train_kernel_of_mode<W, 2, RELU>(v.kt_in);
+        if constexpr (W == 64) return warp_train_kernel_of_mode<W, 2, RELU>(v.kt_in, extras);
         return nullptr;
     }
     return nullptr;
 }
 // Either flavour's kernel (the ReLU one lives in fused_mlp_warp_train_relu_w<W>.cu).
 template <int W>
-const void* warp_train_kernel_any(const WarpTrainVariant& v) {
-    return v.flavor == kWarpRelu ? warp_train_kernel<W, true>(v) : warp_train_kernel<W, false>(v);
+const void* warp_train_kernel_any(const WarpTrainVariant& v, bool extras) {
+    return v.flavor == kWarpRelu ? warp_train_kernel<W, true>(v, extras) : warp_train_kernel<W, false>(v, extras);
 }
 } // namespace detail
 
+// Prepares both kernels of the variant (with and without the extras; the
+// same launch bounds and shared memory) and reports the one a call without
+// extras runs: the plan's occupancy.
 template <int W>
 cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_smem, int carveout_percent,
                                size_t smem_bytes, KernelInfo* info) {
-    const void* kernel = detail::warp_train_kernel_any<W>(v);
-    if (kernel == nullptr) return cudaErrorInvalidValue;
-    return prepare_kernel(kernel, v.warps * 32, max_dynamic_smem, carveout_percent, smem_bytes, info);
+    const void* with = detail::warp_train_kernel_any<W>(v, true);
+    const void* usual = detail::warp_train_kernel_any<W>(v, v.always_extras);
+    if (with == nullptr || usual == nullptr) return cudaErrorInvalidValue;
+    KernelInfo unused{};
+    if (with != usual) {
+        const cudaError_t err = prepare_kernel(with, v.warps * 32, max_dynamic_smem, carveout_percent, smem_bytes,
+                                               &unused);
+        if (err != cudaSuccess) return err;
+    }
+    return prepare_kernel(usual, v.warps * 32, max_dynamic_smem, carveout_percent, smem_bytes, info);
 }
 
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream) {
-    const void* kernel = detail::warp_train_kernel_any<W>(v);
+    const void* kernel = detail::warp_train_kernel_any<W>(v, v.always_extras || needs_warp_train_extras(args));
     if (kernel == nullptr) return cudaErrorInvalidValue;
     void* params[] = {const_cast<KernelArgs*>(&args)};
     return cudaLaunchKernel(kernel, dim3(grid), dim3((unsigned)v.warps * 32u), params, smem_bytes, stream);
@@ -73,10 +92,10 @@ cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v,
     template cudaError_t prepare_warp_train<W>(const WarpTrainVariant&, size_t, int, size_t, KernelInfo*);          \
     template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,        \
                                               cudaStream_t);                                                       \
-    template const void* detail::warp_train_kernel<W, false>(const WarpTrainVariant&);                             \
+    template const void* detail::warp_train_kernel<W, false>(const WarpTrainVariant&, bool);                       \
     }
 // The ReLU flavour's kernels (kWarpRelu), in a file of their own.
 #define FUSEDNGP_INSTANTIATE_WARP_TRAIN_RELU_WIDTH(W)                                                              \
     namespace fusedngp::gpu {                                                                                      \
-    template const void* detail::warp_train_kernel<W, true>(const WarpTrainVariant&);                              \
+    template const void* detail::warp_train_kernel<W, true>(const WarpTrainVariant&, bool);                        \
     }

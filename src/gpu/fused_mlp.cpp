@@ -334,6 +334,7 @@ bool FusedMlp::plan_warp_training(PassPlan& plan) const {
         PassPlan p;
         p.warp = true;
         p.warp_train = v;
+        p.warp_train.always_extras = tuning_.warp_train_extras == 1;
         p.block_warps = v.warps;
         p.rows_per_tile = 16;
         p.row_tiles_per_warp = 1;

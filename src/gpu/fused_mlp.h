@@ -81,6 +81,10 @@ struct FusedMlpTuning {
     // -1 = automatic). Bits the shape or the weight placement cannot use are
     // dropped (FusedMlp::warp_flavor_for).
     int warp_flavor = -1;
+    // Warp training: 1 runs the kernels with the fused loss's extras
+    // (RelativeL2, loss sums, dL/dinput flag) for every call; -1 (default)
+    // only for calls that use them, the ReLU flavour's lean kernels otherwise.
+    int warp_train_extras = -1;
     // Warp kernel grid of one slab per warp (every slab's warp launched at
     // once) instead of the persistent grid of resident blocks.
     bool warp_full_grid = false;

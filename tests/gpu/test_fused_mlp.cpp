@@ -470,6 +470,56 @@ TEST(FusedMlp, WarpTrainingReluFlavourSameBitsAsRuntimeActivations) {
     }
 }
 
+// The ReLU flavour's kernels without the fused loss's extras (what calls
+// that need none run) against the same variant with them
+// (FusedMlpTuning::warp_train_extras = 1): the same bits for backward and the
+// L2 step, at each width's planned variant.
+TEST(FusedMlp, WarpTrainingLeanAndExtrasKernelsSameBits) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t n_in = 32, n_out = 16, batch = 20011;
+    for (uint32_t w : {16u, 32u, 64u}) {
+        FusedMlpConfig cfg{n_in, n_out, w, 2, Activation::ReLU, Activation::None};
+        FusedMlpTuning lean_t;
+        lean_t.force_warp_training = true;
+        FusedMlpTuning extras_t = lean_t;
+        extras_t.warp_train_extras = 1;
+        FusedMlp lean(cfg, lean_t), extras(cfg, extras_t);
+        ASSERT_TRUE(lean.training_plan_for(batch).warp);
+        ASSERT_EQ(lean.training_plan_for(batch).warp_train.flavor, (int)kWarpRelu) << lean.describe();
+        ASSERT_FALSE(lean.training_plan_for(batch).warp_train.always_extras);
+        ASSERT_TRUE(extras.training_plan_for(batch).warp_train.always_extras);
+        std::mt19937_64 rng(29 + w);
+        const reference::MlpDims d{n_in, w, 2, n_out, Activation::ReLU, Activation::None};
+        const auto params = to_float(random_params(d, rng));
+        lean.set_params(params.data());
+        extras.set_params(params.data());
+        DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
+        DeviceFloats d_dout(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
+        DeviceFloats d_target(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
+        auto run = [&](FusedMlp& mlp) {
+            DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(d.n_params());
+            std::vector<std::vector<float>> r;
+            mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
+            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+            r.push_back(d_dw.download());
+            r.push_back(d_din.download());
+            mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out.ptr(), nullptr, d_dw.ptr(), batch, nullptr);
+            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+            r.push_back(d_out.download());
+            r.push_back(d_dw.download());
+            return r;
+        };
+        const auto a = run(lean), b = run(extras);
+        const char* what[] = {"backward dL/dW", "backward dL/dinput", "L2 step output", "L2 step dL/dW"};
+        for (size_t k = 0; k < a.size(); ++k) {
+            EXPECT_TRUE(all_finite(a[k])) << "W" << w << " " << what[k];
+            EXPECT_TRUE(a[k].size() == b[k].size() &&
+                        std::memcmp(a[k].data(), b[k].data(), a[k].size() * sizeof(float)) == 0)
+                << "W" << w << " " << what[k];
+        }
+    }
+}
+
 TEST(FusedMlp, DeterministicAndGraphCapturable) {
     SKIP_WITHOUT_GPU();
     for (uint32_t w : {64u, 16u, 32u}) {
