@@ -141,4 +141,13 @@ struct KernelArgs {
     unsigned int* nonfinite_flag = nullptr;
 };
 
+// Whether a training call needs the kernels with the fused loss's extras
+// compiled in (RelativeL2, loss sums, the dL/dinput non-finite flag). The
+// training kernels (warp: ReLU flavour; tile) also exist without them: the
+// extras' code in the output layer cost the W16 warp step ~4 % even when
+// unused (registers and a branch per element).
+FUSEDNGP_HD bool needs_fused_loss_extras(const KernelArgs& a) {
+    return a.loss_partial != nullptr || a.nonfinite_flag != nullptr || a.loss == LossKind::RelativeL2;
+}
+
 } // namespace fusedngp::gpu

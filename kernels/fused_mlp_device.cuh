@@ -226,6 +226,10 @@ __device__ __forceinline__ void forward_hidden(const KernelArgs& p, const TileSm
     }
 }
 
+// EXTRAS (the training kernel's template flag): RelativeL2, the loss sums and
+// the dL/dinput flag compiled in; without them (calls that need none:
+// needs_fused_loss_extras) the kernel is the code from before the fused step.
+template <bool EXTRAS>
 __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, size_t idx) {
     switch (p.loss) {
     case LossKind::FromGradient: return __ldg(p.dout + idx);
@@ -235,6 +239,7 @@ __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, siz
         return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
     }
     case LossKind::RelativeL2: {
+        if constexpr (!EXTRAS) return 0.f;  // never launched with it
         const float d = y - __ldg(p.target + idx);
         return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
     }
@@ -243,15 +248,16 @@ __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, siz
 }
 
 // KernelArgs::loss_partial: one thread's loss value of element idx added to its sum.
+template <bool EXTRAS>
 __device__ __forceinline__ void add_loss_value(const KernelArgs& p, float y, size_t idx, float& loss_sum) {
-    if (p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y, __ldg(p.target + idx));
+    if (EXTRAS && p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y, __ldg(p.target + idx));
 }
 
 // Output layer: y = act_out(h_{D-1} * W_D^T) to p.out (if set); in training
 // also delta_out = loss_scale * dL/dy * act_out'(z) into shared memory (zero
 // for rows past the batch and padded columns, so they add nothing later);
 // loss_sum gets the loss values (add_loss_value).
-template <int W, int MT>
+template <int W, int MT, bool EXTRAS>
 __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid,
                                              bool training, float& loss_sum) {
     constexpr int NT8 = 2;
@@ -286,12 +292,12 @@ __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem
                 const float2 dz = activation_derivative_pair(out_act, make_float2(z0, z1));
                 float d0 = 0.f, d1 = 0.f;
                 if (row_ok && cc < n_out) {
-                    d0 = loss_gradient(p, y0, g) * dz.x * p.loss_scale;
-                    add_loss_value(p, y0, g, loss_sum);
+                    d0 = loss_gradient<EXTRAS>(p, y0, g) * dz.x * p.loss_scale;
+                    add_loss_value<EXTRAS>(p, y0, g, loss_sum);
                 }
                 if (row_ok && cc + 1 < n_out) {
-                    d1 = loss_gradient(p, y1, g + 1) * dz.y * p.loss_scale;
-                    add_loss_value(p, y1, g + 1, loss_sum);
+                    d1 = loss_gradient<EXTRAS>(p, y1, g + 1) * dz.y * p.loss_scale;
+                    add_loss_value<EXTRAS>(p, y1, g + 1, loss_sum);
                 }
                 *half2_at(s.delta_out, s.ldo, rr, cc) = __floats2half2_rn(d0, d1);
             }
@@ -332,7 +338,7 @@ __device__ __forceinline__ void backward_hidden(const KernelArgs& p, const TileS
 
 // dL/dinput = delta_0 * W_0, unscaled, to global memory; bad is set when a
 // stored value is inf or NaN.
-template <int W, int MT>
+template <int W, int MT, bool EXTRAS>
 __device__ __forceinline__ void backward_input(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid,
                                                bool& bad) {
     constexpr int NT8 = 2;
@@ -352,11 +358,11 @@ __device__ __forceinline__ void backward_input(const KernelArgs& p, const TileSm
             const float v0 = g0 * p.inv_loss_scale, v1 = g1 * p.inv_loss_scale;
             if (cc < n_in) {
                 dst[0] = v0;
-                bad |= !isfinite(v0);
+                if constexpr (EXTRAS) bad |= !isfinite(v0);
             }
             if (cc + 1 < n_in) {
                 dst[1] = v1;
-                bad |= !isfinite(v1);
+                if constexpr (EXTRAS) bad |= !isfinite(v1);
             }
         });
     }
@@ -481,11 +487,12 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             __syncthreads();
         }
         float unused = 0.f;
-        output_layer<W, MT>(p, s, row0, valid, false, unused);
+        output_layer<W, MT, false>(p, s, row0, valid, false, unused);
     }
 }
 
-template <int W, int MT>
+// EXTRAS: see loss_gradient; both are compiled, launch_fused_train picks.
+template <int W, int MT, bool EXTRAS>
 __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_mlp_train_kernel(const KernelArgs p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const TileSmem s = make_tile_smem(p, smem_raw, true);
@@ -509,7 +516,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             forward_hidden<W, MT>(p, s, l, true);
             __syncthreads();
         }
-        output_layer<W, MT>(p, s, row0, valid, true, loss_sum);
+        output_layer<W, MT, EXTRAS>(p, s, row0, valid, true, loss_sum);
         __syncthreads();
         weight_gradient(p, s, D, first_tile);
         // backward_hidden(l) overwrites z_l, which weight_gradient(l + 1) reads:
@@ -522,13 +529,13 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             if (l > 0) __syncthreads();
         }
         // Reads delta_0 only, like weight_gradient(0): no barrier needed.
-        if (p.din != nullptr) backward_input<W, MT>(p, s, row0, valid, din_bad);
+        if (p.din != nullptr) backward_input<W, MT, EXTRAS>(p, s, row0, valid, din_bad);
         first_tile = false;
     }
     // One vote and at most one atomic per warp.
-    if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane_id() == 0)
+    if (EXTRAS && p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && lane_id() == 0)
         atomicOr(p.nonfinite_flag, 1u);
-    if (p.loss_partial != nullptr) {
+    if (EXTRAS && p.loss_partial != nullptr) {
         // Lanes in a fixed butterfly, warps in order (through the input
         // tile's shared memory, free once every warp is past the last tile).
         double v = (double)loss_sum;

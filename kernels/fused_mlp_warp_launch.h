@@ -152,14 +152,6 @@ cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_sme
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream);
-// Whether a training call needs the kernels with the fused loss's extras
-// compiled in (RelativeL2, loss sums, the dL/dinput non-finite flag). The
-// ReLU flavour also has kernels without them: the extras' code in the
-// output layer cost the W16 step ~4 % even when unused (registers and a
-// branch per element).
-FUSEDNGP_HD bool needs_warp_train_extras(const KernelArgs& a) {
-    return a.loss_partial != nullptr || a.nonfinite_flag != nullptr || a.loss == LossKind::RelativeL2;
-}
 namespace detail {
 // The kernel of a variant of flavour RELU ? kWarpRelu : 0, with or without the
 // extras (null when not compiled); each flavour in its own file

@@ -277,7 +277,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
             return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
         }
         case LossKind::RelativeL2: {
-            if constexpr (!EXTRAS) return 0.f;  // never launched with it (needs_warp_train_extras)
+            if constexpr (!EXTRAS) return 0.f;  // never launched with it (needs_fused_loss_extras)
             const float d = y - v;
             return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
         }
@@ -528,7 +528,7 @@ constexpr int warp_train_min_blocks() { return W == 16 && KT_IN <= 2 && RELU ? 6
 
 // EXTRAS: the fused loss's RelativeL2, loss sums and dL/dinput flag compiled
 // in. The ReLU flavour also comes without them (EXTRAS = false, picked at
-// launch when a call needs none: needs_warp_train_extras); flavour 0 always
+// launch when a call needs none: needs_fused_loss_extras); flavour 0 always
 // has them.
 template <int W, int KT_IN, bool RELU, bool EXTRAS>
 __global__ void __launch_bounds__(kWarpKernelThreads, warp_train_min_blocks<W, KT_IN, RELU>())

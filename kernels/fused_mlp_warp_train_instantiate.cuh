@@ -37,7 +37,7 @@ const void* warp_train_kernel_of_mode(int kt_in, bool extras) {
     return warp_train_kernel_of_mode<W, MODE, RELU, true>(kt_in);
 }
 // The kernel of a variant of this flavour, with or without the fused loss's
-// extras (needs_warp_train_extras), or null when the library has none
+// extras (needs_fused_loss_extras), or null when the library has none
 // (warp_train_variant_compiled).
 template <int W, bool RELU>
 const void* warp_train_kernel(const WarpTrainVariant& v, bool extras) {
@@ -79,7 +79,7 @@ cudaError_t prepare_warp_train(const WarpTrainVariant& v, size_t max_dynamic_sme
 template <int W>
 cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v, uint32_t grid, size_t smem_bytes,
                               cudaStream_t stream) {
-    const void* kernel = detail::warp_train_kernel_any<W>(v, v.always_extras || needs_warp_train_extras(args));
+    const void* kernel = detail::warp_train_kernel_any<W>(v, v.always_extras || needs_fused_loss_extras(args));
     if (kernel == nullptr) return cudaErrorInvalidValue;
     void* params[] = {const_cast<KernelArgs*>(&args)};
     return cudaLaunchKernel(kernel, dim3(grid), dim3((unsigned)v.warps * 32u), params, smem_bytes, stream);
