@@ -14,15 +14,8 @@
 # T_BUILD / T_TESTS / T_TESTS2 / T_BACKEND / T_BACKEND2 / T_MEMCHECK (seconds), IMAGE_STEP_SECONDS,
 # GC_DIR (scratch).
 set -uo pipefail
-OUT="${1:?usage: bench/fused_loss_run.sh OUTDIR}"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/fused_loss_run.sh
 GC="${GC_DIR:-/tmp/fused_loss_gc}"
-BUILD="$ROOT/build-gpu"
-T0=$(date +%s)
-note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
 passed() { grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$1" | tr '\n' ' '; }
 
 # ---- build only ---------------------------------------------------------------------

@@ -42,25 +42,23 @@ done
 cat "$OUT"/ncu_train_w*.txt > "$OUT/ncu_train.txt" && rm -f "$OUT"/ncu_train_w*.txt
 
 # ---- 2. image-fit step kernels ---------------------------------------------------------
+# ncu_image OUTFILE STEPS NCU_ARGS...: the image-fit run under ncu, then each
+# profiled launch's duration and kernel into the summary.
+ncu_image() {
+  local file=$1 steps=$2; shift 2
+  timeout 200 "$NCU" --clock-control none "$@" \
+    "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" --config configs/examples/image_fit_tcnn.json \
+    --batch 262144 --steps "$steps" --out "/tmp/ncu_$(basename "$file" .txt)" > "$file" 2>&1
+  note "ncu $(basename "$file" .txt): exit $?"
+  awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$file" >> "$OUT/summary.txt"
+}
 if [ -n "$IMAGE" ] && [ -f "$IMAGE" ]; then
-  timeout 200 "$NCU" --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy \
-    --launch-skip "${IMAGE_SKIP:-300}" --launch-count "${IMAGE_COUNT:-16}" \
-    "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" --config configs/examples/image_fit_tcnn.json \
-    --batch 262144 --steps 60 --out /tmp/ncu_image > "$OUT/ncu_image.txt" 2>&1
-  note "ncu image-fit step: exit $?"
-  # Kernel name and duration per launch, in order.
-  awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$OUT/ncu_image.txt" \
-    >> "$OUT/summary.txt"
+  ncu_image "$OUT/ncu_image.txt" 60 --section SpeedOfLight --section LaunchStats --section Occupancy \
+    --launch-skip "${IMAGE_SKIP:-300}" --launch-count "${IMAGE_COUNT:-16}"
   # 3. Every section on the kernels named by DETAIL_KERNELS (default: the grid's
-  # parameter gradient and the optimizer graph's kernels), two launches each
-  # after warm-up.
-  timeout 200 "$NCU" --clock-control none "${SEC_ARGS[@]}" --graph-profiling node \
+  # parameter gradient and the optimizer graph's kernels) after warm-up.
+  ncu_image "$OUT/ncu_detail.txt" 40 "${SEC_ARGS[@]}" --graph-profiling node \
     -k regex:"${DETAIL_KERNELS:-grid_param_gradient|adam|convert_weights|float_to_half}" \
-    --launch-skip "${DETAIL_SKIP:-20}" --launch-count "${DETAIL_COUNT:-8}" \
-    "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" --config configs/examples/image_fit_tcnn.json \
-    --batch 262144 --steps 40 --out /tmp/ncu_image2 > "$OUT/ncu_detail.txt" 2>&1
-  note "ncu detail: exit $?"
-  awk '/\)x\(/ { k = substr($0, 1, 110) } /Duration/ { print $(NF-1), $(NF), k }' "$OUT/ncu_detail.txt" \
-    >> "$OUT/summary.txt"
+    --launch-skip "${DETAIL_SKIP:-20}" --launch-count "${DETAIL_COUNT:-8}"
 fi
 note "done"

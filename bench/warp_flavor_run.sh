@@ -9,15 +9,10 @@
 #
 #   FUSEDNGP_COMMIT=<hash> bench/warp_flavor_run.sh OUTDIR
 set -uo pipefail
-OUT="${1:?usage: bench/warp_flavor_run.sh OUTDIR}"
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/warp_flavor_run.sh
 # A copy of the tree inside the checkout finds the carried packages one up.
 [ -e .devdeps ] || { [ -d ../.devdeps ] && ln -s ../.devdeps .devdeps; }
 GC=/tmp/flavor_gc
-BUILD="$ROOT/build-gpu"
 NINJA_TARGETS="fusedngp_gpu_tests fusedngp_mlp_bench" TEST_FILTER_MLP='WarpInference/*:*Inference*' \
 TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SKIP_TRAIN=1 SKIP_MLP_BENCH=1 SANITIZE_TOOLS=none \
 BACKEND_SANITIZE_FILTER=- TEST_TIMEOUT="${TEST_TIMEOUT:-120}" scripts/gpu-check "$GC"

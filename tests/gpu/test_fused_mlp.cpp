@@ -413,6 +413,42 @@ void check_deterministic(uint32_t width, uint32_t batch, bool warp_kernel) {
 // and with them the blocks per SM, the grid and so the order of the fp32
 // sums: both are held at one block per SM here), for every weight-gradient
 // mode (per-warp sums at W16, per-block at W32, the 128-register kernel at W64).
+// Backward (dL/dW, dL/dinput from dL/dout) and then the fused L2 step
+// (output, dL/dW) of one network, downloaded in that order: what the
+// same-bits tests below compare between two kernels.
+struct BackwardAndL2Step {
+    std::vector<float> dw, din, out, dw_l2;
+};
+BackwardAndL2Step backward_and_l2_step(FusedMlp& mlp, const DeviceFloats& in, const DeviceFloats& dout,
+                                       const DeviceFloats& target, uint32_t batch, size_t n_params) {
+    const uint32_t n_in = (uint32_t)(in.n / batch), n_out = (uint32_t)(dout.n / batch);
+    DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(n_params);
+    BackwardAndL2Step r;
+    mlp.backward(in.ptr(), dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    r.dw = d_dw.download();
+    r.din = d_din.download();
+    mlp.train_step(in.ptr(), target.ptr(), LossKind::L2, d_out.ptr(), nullptr, d_dw.ptr(), batch, nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    r.out = d_out.download();
+    r.dw_l2 = d_dw.download();
+    return r;
+}
+
+// Every result of a and b finite and bit for bit the same.
+void expect_same_bits(const BackwardAndL2Step& a, const BackwardAndL2Step& b, const std::string& what) {
+    const std::pair<const char*, const std::vector<float>*> parts[] = {
+        {"backward dL/dW", &a.dw}, {"backward dL/dinput", &a.din}, {"L2 step output", &a.out}, {"L2 step dL/dW", &a.dw_l2}};
+    const std::vector<float>* other[] = {&b.dw, &b.din, &b.out, &b.dw_l2};
+    for (size_t k = 0; k < 4; ++k) {
+        const std::vector<float>& x = *parts[k].second;
+        const std::vector<float>& y = *other[k];
+        EXPECT_TRUE(all_finite(x)) << what << " " << parts[k].first;
+        EXPECT_TRUE(x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0)
+            << what << " " << parts[k].first;
+    }
+}
+
 TEST(FusedMlp, WarpTrainingReluFlavourSameBitsAsRuntimeActivations) {
     SKIP_WITHOUT_GPU();
     const uint32_t n_in = 32, n_out = 16, batch = 300007;
@@ -442,31 +478,8 @@ TEST(FusedMlp, WarpTrainingReluFlavourSameBitsAsRuntimeActivations) {
         DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
         DeviceFloats d_dout(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
         DeviceFloats d_target(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
-        struct Result {
-            std::vector<float> dw, din, out, dw_l2;
-        };
-        auto run = [&](FusedMlp& mlp) {
-            DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(d.n_params());
-            Result r;
-            mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
-            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-            r.dw = d_dw.download();
-            r.din = d_din.download();
-            mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out.ptr(), nullptr, d_dw.ptr(), batch, nullptr);
-            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-            r.out = d_out.download();
-            r.dw_l2 = d_dw.download();
-            return r;
-        };
-        const Result a = run(relu), b = run(f0);
-        for (const std::vector<float>* v : {&a.dw, &a.din, &a.out, &a.dw_l2}) EXPECT_TRUE(all_finite(*v)) << "W" << w;
-        auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
-            return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
-        };
-        EXPECT_TRUE(same(a.dw, b.dw)) << "W" << w << " backward dL/dW";
-        EXPECT_TRUE(same(a.din, b.din)) << "W" << w << " backward dL/dinput";
-        EXPECT_TRUE(same(a.out, b.out)) << "W" << w << " L2 step output";
-        EXPECT_TRUE(same(a.dw_l2, b.dw_l2)) << "W" << w << " L2 step dL/dW";
+        expect_same_bits(backward_and_l2_step(relu, d_in, d_dout, d_target, batch, d.n_params()),
+                         backward_and_l2_step(f0, d_in, d_dout, d_target, batch, d.n_params()), "W" + std::to_string(w));
     }
 }
 
@@ -496,27 +509,8 @@ TEST(FusedMlp, WarpTrainingLeanAndExtrasKernelsSameBits) {
         DeviceFloats d_in(to_float(random_values((size_t)batch * n_in, 1.0, true, rng)));
         DeviceFloats d_dout(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
         DeviceFloats d_target(to_float(random_values((size_t)batch * n_out, 1.0, false, rng)));
-        auto run = [&](FusedMlp& mlp) {
-            DeviceFloats d_out((size_t)batch * n_out), d_din((size_t)batch * n_in), d_dw(d.n_params());
-            std::vector<std::vector<float>> r;
-            mlp.backward(d_in.ptr(), d_dout.ptr(), d_din.ptr(), d_dw.ptr(), batch, nullptr);
-            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-            r.push_back(d_dw.download());
-            r.push_back(d_din.download());
-            mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out.ptr(), nullptr, d_dw.ptr(), batch, nullptr);
-            FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
-            r.push_back(d_out.download());
-            r.push_back(d_dw.download());
-            return r;
-        };
-        const auto a = run(lean), b = run(extras);
-        const char* what[] = {"backward dL/dW", "backward dL/dinput", "L2 step output", "L2 step dL/dW"};
-        for (size_t k = 0; k < a.size(); ++k) {
-            EXPECT_TRUE(all_finite(a[k])) << "W" << w << " " << what[k];
-            EXPECT_TRUE(a[k].size() == b[k].size() &&
-                        std::memcmp(a[k].data(), b[k].data(), a[k].size() * sizeof(float)) == 0)
-                << "W" << w << " " << what[k];
-        }
+        expect_same_bits(backward_and_l2_step(lean, d_in, d_dout, d_target, batch, d.n_params()),
+                         backward_and_l2_step(extras, d_in, d_dout, d_target, batch, d.n_params()), "W" + std::to_string(w));
     }
 }
 
