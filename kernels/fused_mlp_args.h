@@ -74,9 +74,35 @@ enum class LossKind : uint32_t {
 // The fused losses' epsilon (kRelativeLossEpsilon of the CPU, rounded once).
 constexpr float kFusedRelativeEpsilon = (float)0.01;
 
-// Per-element value and gradient (d value / d y, denominator held constant)
-// of a fused loss, unnormalised; the same expressions as the GPU loss kernels
-// (kernels/components/loss_kernels.cu).
+// dL/dy at prediction y: for a fused loss from the target t, times norm (1 /
+// the elements averaged), RelativeL2's denominator held constant; for
+// FromGradient t is dL/dy itself. The warp and the tile training kernels
+// both call this. EXTRAS false leaves RelativeL2 out: kernels without the
+// fused loss's extras never run it (needs_fused_loss_extras).
+template <bool EXTRAS = true>
+FUSEDNGP_HD float fused_loss_gradient(LossKind k, float y, float t, float norm) {
+    switch (k) {
+    case LossKind::FromGradient: return t;
+    case LossKind::L2: return 2.f * (y - t) * norm;
+    case LossKind::L1: {
+        const float d = y - t;
+        return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * norm;
+    }
+    case LossKind::RelativeL2: {
+        if constexpr (!EXTRAS) return 0.f;
+        const float d = y - t;
+#if defined(__CUDA_ARCH__)
+        return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * norm;  // see fused_loss_value
+#else
+        return 2.f * d / (y * y + kFusedRelativeEpsilon) * norm;
+#endif
+    }
+    default: return 0.f;
+    }
+}
+
+// Per-element value of a fused loss, unnormalised; the same expressions as
+// the GPU loss kernels (kernels/components/loss_kernels.cu).
 FUSEDNGP_HD float fused_loss_value(LossKind k, float y, float t) {
     const float r = y - t;
     switch (k) {

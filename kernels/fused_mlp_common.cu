@@ -60,7 +60,7 @@ __global__ void convert_weights_kernel(const float* __restrict__ master, uint2* 
 // per thread under Nsight Compute, most of the fixed cost of a 2^20-row step).
 constexpr uint32_t kReduceThreads = 1024, kReduceBatch = 8;
 
-__host__ __device__ uint32_t reduce_lanes(uint32_t n_blocks) {
+uint32_t reduce_lanes(uint32_t n_blocks) {
     return n_blocks > 256 ? 64u : n_blocks > 128 ? 32u : 16u;
 }
 

@@ -231,20 +231,8 @@ __device__ __forceinline__ void forward_hidden(const KernelArgs& p, const TileSm
 // needs_fused_loss_extras) the kernel is the code from before the fused step.
 template <bool EXTRAS>
 __device__ __forceinline__ float loss_gradient(const KernelArgs& p, float y, size_t idx) {
-    switch (p.loss) {
-    case LossKind::FromGradient: return __ldg(p.dout + idx);
-    case LossKind::L2: return 2.f * (y - __ldg(p.target + idx)) * p.loss_norm;
-    case LossKind::L1: {
-        const float d = y - __ldg(p.target + idx);
-        return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
-    }
-    case LossKind::RelativeL2: {
-        if constexpr (!EXTRAS) return 0.f;  // never launched with it
-        const float d = y - __ldg(p.target + idx);
-        return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
-    }
-    }
-    return 0.f;
+    if (p.loss == LossKind::FromGradient) return __ldg(p.dout + idx);
+    return fused_loss_gradient<EXTRAS>(p.loss, y, __ldg(p.target + idx), p.loss_norm);
 }
 
 // KernelArgs::loss_partial: one thread's loss value of element idx added to its sum.

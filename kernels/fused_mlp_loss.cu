@@ -1,7 +1,5 @@
 // The mean of the fused losses (KernelArgs::loss_partial): the training
 // kernels leave one double per block; this sums them in a fixed order.
-// (A file of its own: fused_mlp_common.cu's weight-gradient reduction is
-// being rewritten separately.)
 #include "fused_mlp_launch.h"
 
 namespace fusedngp::gpu {

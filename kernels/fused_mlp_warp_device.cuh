@@ -78,35 +78,45 @@ struct SlabInput {
     float2 x[MT][KT][4];
 };
 
-template <int MT, int KT>
-__device__ __forceinline__ void load_slab_input(SlabInput<MT, KT>& s, const float* __restrict__ in, uint32_t n_in,
-                                                uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
-    const uint32_t g = lane >> 2, t = lane & 3u;
+// f(m, h, row_ok, src) for each slab row of this lane: row row0 + m*16 + g +
+// 8h (the A-fragment rows of m16 tile m), src its first input float, row_ok
+// whether it lies inside the batch. Both input loaders walk rows this way.
+template <int MT, typename F>
+__device__ __forceinline__ void for_each_lane_row(const float* __restrict__ in, uint32_t n_in, uint32_t batch,
+                                                  uint32_t row0, uint32_t lane, F&& f) {
+    const uint32_t g = lane >> 2;
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const uint32_t r = row0 + m * 16u + g + 8u * h;
-            const bool row_ok = r < batch;
-            const float* src = in + (size_t)r * n_in;
-#pragma unroll
-            for (int kt = 0; kt < KT; ++kt)
-#pragma unroll
-                for (int q = 0; q < 2; ++q) {
-                    const uint32_t c = kt * 16u + 2u * t + 8u * q;
-                    float2 v = make_float2(0.f, 0.f);
-                    if (row_ok) {
-                        if (vec2) {
-                            // n_in even: c < n_in implies c + 1 < n_in.
-                            if (c < n_in) v = __ldg(reinterpret_cast<const float2*>(src + c));
-                        } else {
-                            if (c < n_in) v.x = __ldg(src + c);
-                            if (c + 1 < n_in) v.y = __ldg(src + c + 1);
-                        }
-                    }
-                    s.x[m][kt][h + 2 * q] = v;
-                }
+            f(m, h, r < batch, in + (size_t)r * n_in);
         }
+}
+
+template <int MT, int KT>
+__device__ __forceinline__ void load_slab_input(SlabInput<MT, KT>& s, const float* __restrict__ in, uint32_t n_in,
+                                                uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
+    const uint32_t t = lane & 3u;
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const float* src) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const uint32_t c = kt * 16u + 2u * t + 8u * q;
+                float2 v = make_float2(0.f, 0.f);
+                if (row_ok) {
+                    if (vec2) {
+                        // n_in even: c < n_in implies c + 1 < n_in.
+                        if (c < n_in) v = __ldg(reinterpret_cast<const float2*>(src + c));
+                    } else {
+                        if (c < n_in) v.x = __ldg(src + c);
+                        if (c + 1 < n_in) v.y = __ldg(src + c + 1);
+                    }
+                }
+                s.x[m][kt][h + 2 * q] = v;
+            }
+    });
 }
 
 // 16-byte streaming load: data touched once, so no L1 allocation.
@@ -138,31 +148,25 @@ template <int MT, int KT>
 __device__ __forceinline__ void load_slab_input_vec4(SlabInput<MT, KT>& s, const float* __restrict__ in,
                                                      uint32_t n_in, uint32_t batch, uint32_t row0, bool vec4,
                                                      uint32_t lane) {
-    const uint32_t g = lane >> 2, t = lane & 3u;
+    const uint32_t t = lane & 3u;
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const float* src) {
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const uint32_t r = row0 + m * 16u + g + 8u * h;
-            const bool row_ok = r < batch;
-            const float* src = in + (size_t)r * n_in;
-#pragma unroll
-            for (int kt = 0; kt < KT; ++kt) {
-                const uint32_t c = kt * 16u + 4u * t;
-                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (row_ok) {
-                    if (vec4) {
-                        if (c < n_in) v = ld_stream4(src + c);
-                    } else {
-                        if (c < n_in) v.x = __ldg(src + c);
-                        if (c + 1 < n_in) v.y = __ldg(src + c + 1);
-                        if (c + 2 < n_in) v.z = __ldg(src + c + 2);
-                        if (c + 3 < n_in) v.w = __ldg(src + c + 3);
-                    }
+        for (int kt = 0; kt < KT; ++kt) {
+            const uint32_t c = kt * 16u + 4u * t;
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (row_ok) {
+                if (vec4) {
+                    if (c < n_in) v = ld_stream4(src + c);
+                } else {
+                    if (c < n_in) v.x = __ldg(src + c);
+                    if (c + 1 < n_in) v.y = __ldg(src + c + 1);
+                    if (c + 2 < n_in) v.z = __ldg(src + c + 2);
+                    if (c + 3 < n_in) v.w = __ldg(src + c + 3);
                 }
-                put_vec4(s, m, kt, h, v);
             }
+            put_vec4(s, m, kt, h, v);
         }
+    });
 }
 
 // ---- kWarpStage: the per-warp cp.async input ring ----

@@ -268,22 +268,8 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
             }
         }
     };
-    auto loss_grad = [&](float y, float v) {
-        switch (p.loss) {
-        case LossKind::FromGradient: return v;
-        case LossKind::L2: return 2.f * (y - v) * p.loss_norm;
-        case LossKind::L1: {
-            const float d = y - v;
-            return (d > 0.f ? 1.f : (d < 0.f ? -1.f : 0.f)) * p.loss_norm;
-        }
-        case LossKind::RelativeL2: {
-            if constexpr (!EXTRAS) return 0.f;  // never launched with it (needs_fused_loss_extras)
-            const float d = y - v;
-            return __fdividef(2.f * d, y * y + kFusedRelativeEpsilon) * p.loss_norm;
-        }
-        }
-        return 0.f;
-    };
+    // v: dL/dy from the caller (FromGradient) or the target.
+    auto loss_grad = [&](float y, float v) { return fused_loss_gradient<EXTRAS>(p.loss, y, v, p.loss_norm); };
     // This lane's sum of loss values (KernelArgs::loss_partial) and whether
     // it stored a non-finite dL/dinput (KernelArgs::nonfinite_flag).
     const bool want_loss = EXTRAS && p.loss_partial != nullptr;

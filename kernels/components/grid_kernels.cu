@@ -160,30 +160,6 @@ __device__ inline void features_from_chunk(const uint4& raw, uint32_t at, float 
     }
 }
 
-// The two corners of a cell edge along x (rows ra, rb of one level's fp16
-// table; 2F-byte rows, F = 1, 2, 4). Where both rows sit in one aligned
-// 16-byte chunk that lies inside the level's table (dense rows x, x+1 and
-// hashed rows x ^ c, (x+1) ^ c: three times in four for F = 2), one 16-byte
-// load serves both: the forward is bound by L2 sector requests, and this
-// takes 2 corners' requests down to one. Same values as two row loads.
-template <int F>
-__device__ inline void load_feature_pair(const __half* __restrict__ level_table, uint32_t rows, uint32_t ra,
-                                         uint32_t rb, float (&fa)[F], float (&fb)[F]) {
-    constexpr uintptr_t kRowBytes = 2 * F;
-    const uintptr_t base = reinterpret_cast<uintptr_t>(level_table);
-    const uintptr_t a = base + ra * kRowBytes, b = base + rb * kRowBytes;
-    const uintptr_t chunk = a & ~uintptr_t(15);
-    const bool inside = chunk >= base && chunk + 16 <= base + rows * kRowBytes;
-    if (inside && (b & ~uintptr_t(15)) == chunk) {
-        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(chunk));
-        features_from_chunk<F>(raw, (uint32_t)(a - chunk), fa);
-        features_from_chunk<F>(raw, (uint32_t)(b - chunk), fb);
-        return;
-    }
-    load_features<F>(level_table, ra, fa);
-    load_features<F>(level_table, rb, fb);
-}
-
 // fp32 master rows may sit at any float offset (inside a Composite's block),
 // so they are read one float at a time.
 template <int F>
@@ -191,6 +167,33 @@ __device__ inline void load_features(const float* __restrict__ table, uint32_t r
     const float* p = table + (size_t)row * F;
 #pragma unroll
     for (int j = 0; j < F; ++j) f[j] = __ldg(p + j);
+}
+
+// The two corners of a cell edge along x (rows ra, rb of one level's table).
+// fp16 tables (2F-byte rows, F = 1, 2, 4) with `chunks`: where both rows sit
+// in one aligned 16-byte chunk that lies inside the level's table (dense rows
+// x, x+1 and hashed rows x ^ c, (x+1) ^ c: three times in four for F = 2), one
+// 16-byte load serves both: the forward is bound by L2 sector requests, and
+// this takes 2 corners' requests down to one. Otherwise one load per row;
+// the same values either way.
+template <int F, typename P>
+__device__ inline void load_feature_pair(const P* __restrict__ level_table, uint32_t rows, uint32_t ra, uint32_t rb,
+                                         bool chunks, float (&fa)[F], float (&fb)[F]) {
+    if constexpr (std::is_same<P, __half>::value && F <= 4) {
+        constexpr uintptr_t kRowBytes = 2 * F;
+        const uintptr_t base = reinterpret_cast<uintptr_t>(level_table);
+        const uintptr_t a = base + ra * kRowBytes, b = base + rb * kRowBytes;
+        const uintptr_t chunk = a & ~uintptr_t(15);
+        const bool inside = chunk >= base && chunk + 16 <= base + rows * kRowBytes;
+        if (chunks && inside && (b & ~uintptr_t(15)) == chunk) {
+            const uint4 raw = __ldg(reinterpret_cast<const uint4*>(chunk));
+            features_from_chunk<F>(raw, (uint32_t)(a - chunk), fa);
+            features_from_chunk<F>(raw, (uint32_t)(b - chunk), fb);
+            return;
+        }
+    }
+    load_features<F>(level_table, ra, fa);
+    load_features<F>(level_table, rb, fb);
 }
 
 template <int D>
@@ -242,33 +245,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
     const P* level_table = table + level.param_offset;
     float acc[F] = {};
-    if constexpr (std::is_same<P, __half>::value && F <= 4) {
-        if (shape.config.forward_chunk_loads) {
-            // Corners k and k + 1 differ in x only. Summed in k order, as below.
+    // Corners k and k + 1 differ in x only (load_feature_pair); summed in k order.
 #pragma unroll
-            for (int k = 0; k < (1 << D); k += 2) {
-                uint32_t va[D], vb[D];
-                const float wa = corner_weight<D>(cell, k, va), wb = corner_weight<D>(cell, k + 1, vb);
-                float fa[F], fb[F];
-                load_feature_pair<F>(level_table, level.rows, vertex_row<D>(level, va), vertex_row<D>(level, vb), fa,
-                                     fb);
+    for (int k = 0; k < (1 << D); k += 2) {
+        uint32_t va[D], vb[D];
+        const float wa = corner_weight<D>(cell, k, va), wb = corner_weight<D>(cell, k + 1, vb);
+        float fa[F], fb[F];
+        load_feature_pair<F>(level_table, level.rows, vertex_row<D>(level, va), vertex_row<D>(level, vb),
+                             shape.config.forward_chunk_loads, fa, fb);
 #pragma unroll
-                for (int f = 0; f < F; ++f) acc[f] += wa * fa[f];
+        for (int f = 0; f < F; ++f) acc[f] += wa * fa[f];
 #pragma unroll
-                for (int f = 0; f < F; ++f) acc[f] += wb * fb[f];
-            }
-            store_features<F>(out.data + (size_t)sample * out.stride + (size_t)l * F, acc, out_vector_width);
-            return;
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < (1 << D); ++k) {
-        uint32_t vertex[D];
-        const float weight = corner_weight<D>(cell, k, vertex);
-        float feature[F];
-        load_features<F>(level_table, vertex_row<D>(level, vertex), feature);
-#pragma unroll
-        for (int f = 0; f < F; ++f) acc[f] += weight * feature[f];
+        for (int f = 0; f < F; ++f) acc[f] += wb * fb[f];
     }
     store_features<F>(out.data + (size_t)sample * out.stride + (size_t)l * F, acc, out_vector_width);
 }

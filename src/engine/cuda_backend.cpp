@@ -421,8 +421,7 @@ void CudaBackend::run_step(uint32_t batch) {
     FUSEDNGP_GPU_CHECK(cudaMemsetAsync(flag, 0, sizeof(unsigned int), stream_));
     encoding_->forward(const_rows(inputs_.data(), n_in), rows(encoded_.data(), n_enc_out), batch, stream_);
     gpu::LossKind fused_loss = gpu::LossKind::FromGradient;
-    auto* fused = fused_step_enabled_ ? dynamic_cast<gpu::FusedMlp*>(mlp_.get()) : nullptr;
-    if (fused != nullptr && fused_loss_kind(loss_->otype(), &fused_loss)) {
+    if (gpu::FusedMlp* fused = fused_step_mlp(&fused_loss)) {
         // One training kernel: forward, loss gradient and value, backward; it
         // flags a non-finite dL/dencoded itself. The outputs are not stored
         // (nothing reads them after a step). The split's "forward" is then
@@ -679,10 +678,16 @@ StepTimings CudaBackend::last_timings() const {
     return timings_;
 }
 
+// The FusedMlp that runs the fused training step and its loss, or null when
+// steps take the unfused path (switched off, a CublasMlp, or another loss).
+gpu::FusedMlp* CudaBackend::fused_step_mlp(gpu::LossKind* kind) const {
+    if (!fused_step_enabled_ || !fused_loss_kind(loss_->otype(), kind)) return nullptr;
+    return dynamic_cast<gpu::FusedMlp*>(mlp_.get());
+}
+
 bool CudaBackend::fused_step_active() const {
     gpu::LossKind kind = gpu::LossKind::FromGradient;
-    return fused_step_enabled_ && dynamic_cast<const gpu::FusedMlp*>(mlp_.get()) != nullptr &&
-           fused_loss_kind(loss_->otype(), &kind);
+    return fused_step_mlp(&kind) != nullptr;
 }
 
 std::string CudaBackend::describe() const {

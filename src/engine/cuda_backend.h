@@ -23,6 +23,10 @@
 namespace fusedngp {
 
 class ImageTrainingData;
+namespace gpu {
+class FusedMlp;
+enum class LossKind : uint32_t;  // kernels/fused_mlp_args.h
+} // namespace gpu
 
 // Dynamic loss scaling: halve on an overflowing step, double after this many
 // clean steps in a row, within [kMinLossScale, kMaxLossScale].
@@ -146,6 +150,7 @@ private:
     void build_update_graph();
     void rebuild_update_graph();
     bool request_sparse_encoding_updates(bool on);
+    gpu::FusedMlp* fused_step_mlp(gpu::LossKind* kind) const;
     void refresh_component_params(const float* d_params);
     void refresh_after_update();
     void retire_slot(Slot& slot);
