@@ -7,20 +7,22 @@
 # spread vs tiled order x aggregation off/on, the new and the existing grid
 # tests, memcheck and racecheck on a few new cases, the sampling tests, and
 # the stable config's PSNR at 7.5 s for spread vs tiled. Each phase has its
-# own timeout, in order of priority; the whole is ~250 s (at most ~320).
+# own timeout, in order of priority; the whole is ~250 s (~290 with the
+# Nsight Compute pass at the end; every timeout hit: ~400).
 # Files back (<= 8): summary.txt, grid_ab.csv, image_step.log, psnr.log,
-# ptxas.txt, logs.tgz (every log).
+# ptxas.txt, ncu.txt (Nsight Compute on the gradient kernel, tiled order,
+# aggregation on and off; SKIP_NCU=1 skips), logs.tgz (every log).
 #
 #   FUSEDNGP_COMMIT=<hash> bench/grid_aggregate_run.sh OUTDIR IMAGE
 # Knobs: T_BUILD, T_BENCH, T_TESTS, T_TESTS2, T_MEMCHECK, T_RACECHECK, T_BACKEND (seconds),
-# STEP_SECONDS (image step, default 5), PSNR_SECONDS (default 7.5), SKIP_PSNR=1.
+# T_NCU, STEP_SECONDS (image step, default 5), PSNR_SECONDS (default 7.5), SKIP_PSNR=1, SKIP_NCU=1.
 set -uo pipefail
 IMAGE="${2:?usage: bench/grid_aggregate_run.sh OUTDIR IMAGE}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/grid_aggregate_run.sh
 IMAGE="$(cd "$(dirname "$IMAGE")" && pwd)/$(basename "$IMAGE")"
 GC=/tmp/grid_aggregate_gc
 LOGS=/tmp/grid_aggregate_logs
-mkdir -p "$LOGS"
+rm -rf "$LOGS" && mkdir -p "$LOGS"
 COMPONENTS="$BUILD/kernels/components/fusedngp_gpu_component_tests"
 
 # ---- build only ------------------------------------------------------------------
@@ -103,6 +105,22 @@ timeout "${T_TESTS2:-30}" "$COMPONENTS" --gtest_brief=1 --gtest_filter="${TEST_F
   > "$LOGS/tests_grid.log" 2>&1
 note "component tests (grid, the rest): exit $?, $(passed "$LOGS/tests_grid.log")"
 grep -E '^\[  FAILED  \] ' "$LOGS/tests_grid.log" | head -20 >> "$OUT/summary.txt"
+
+# ---- Nsight Compute on the gradient kernel inside the image-fit step, tiled order, aggregation on / off
+# (one launch each after 20 warm-up launches): L2 throughput and duration, for when the numbers surprise.
+NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+if [ -z "${SKIP_NCU:-}" ] && [ -n "$NCU" ]; then
+  : > "$OUT/ncu.txt"
+  for kernels in "$AGG" ""; do
+    echo "== tiled, FUSEDNGP_GRID_KERNELS=$kernels" >> "$OUT/ncu.txt"
+    FUSEDNGP_GRID_KERNELS="$kernels" timeout "${T_NCU:-40}" "$NCU" --clock-control none --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --graph-profiling node -k regex:grid_param_gradient \
+      --launch-skip 20 --launch-count 1 "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" \
+      --config configs/examples/image_fit_tcnn.json --batch 262144 --steps 30 --sample-order tiled \
+      --out /tmp/grid_aggregate_ncu >> "$OUT/ncu.txt" 2>&1
+    note "ncu gradient kernel (tiled, ${kernels:-plain}): exit $?, $(grep -E 'Duration|L2 Cache Throughput' "$OUT/ncu.txt" | tail -2 | sed -E 's/ +/ /g' | tr '\n' ' ')"
+  done
+fi
 
 tar -C /tmp -czf "$OUT/logs.tgz" "$(basename "$LOGS")" 2>/dev/null
 note "done"
