@@ -480,7 +480,9 @@ __device__ inline void add_sample_gradient_aggregated(const GridShape& shape, ui
     auto add_unit = [&](uint32_t unit, const float (&v)[N]) {
         float* g = level_grad + (size_t)unit * unit_floats;
         if constexpr (F <= 2) {
-            if (pairs) {
+            // A pair unit holding the last row of an odd-sized table (dense
+            // levels: res^2 rows) has no upper row: that row alone.
+            if (pairs && 2 * unit + 1 < level.rows) {
                 float lower[F], upper[F];
 #pragma unroll
                 for (int f = 0; f < F; ++f) {

@@ -596,6 +596,32 @@ INSTANTIATE_TEST_SUITE_P(WarpAggregate, GpuGridCoherentInputTest,
                                             ::testing::Values(1, 2, 4, 8)),
                          grid_path_test_name);
 
+// A dense level with an odd row count (5^2, 5^3) whose last row is the last
+// float pair of the gradient buffer: a pair unit there has no upper row, and
+// writing one would land past the end (memcheck runs this one). Samples near
+// the far corner, where that row is hit.
+TEST_F(GpuTest, GridWarpAggregationAtTheEndOfAnOddDenseTable) {
+    for (uint32_t dims : {2u, 3u}) {
+        for (uint32_t features : {1u, 2u}) {
+            const json config = {{"otype", "DenseGrid"}, {"n_levels", 1}, {"n_features_per_level", features},
+                                 {"base_resolution", 4}};
+            for (const GridKernelCase& kernel_case : warp_aggregate_cases()) {
+                SCOPED_TRACE(std::string(kernel_case.name) + " " + std::to_string(dims) + "D F=" +
+                             std::to_string(features));
+                GpuEncodingPair enc = create_gpu_encoding(dims, config, "encoding", with_grid_kernels(kernel_case.options));
+                ASSERT_EQ(enc.cpu->n_params() / features % 2, 1u) << "the test needs an odd row count";
+                const std::vector<float> params = random_vector(enc.cpu->n_params(), 54, -1.f, 1.f);
+                const DeviceBuffer<float> d_params = upload(params);
+                enc.gpu->set_params(d_params.data(), stream_);
+                for (uint32_t batch : {1u, 127u, 4099u}) {
+                    expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 900 + batch, 0.8f,
+                                                1.02f, stream_);
+                }
+            }
+        }
+    }
+}
+
 // The image-fit grid on the image sampler's tiled order at batch 2^18 (side
 // 512: every warp one 8 x 4 tile of 2 x 2-pixel strata), the shape the
 // aggregation is for, every warp-aggregated path and the default.
