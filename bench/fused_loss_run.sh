@@ -16,15 +16,10 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/fused_loss_run.sh
 GC="${GC_DIR:-/tmp/fused_loss_gc}"
-passed() { grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$1" | tr '\n' ' '; }
 
 # ---- build only ---------------------------------------------------------------------
-NINJA_TARGETS="${NINJA_TARGETS:-kernels/fusedngp_gpu_tests fusedngp_cuda_backend_tests fusedngp kernels/components/fusedngp_gpu_component_tests}" \
-TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=none SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \
-IMAGE_BENCH_DATA= timeout "${T_BUILD:-150}" scripts/gpu-check "$GC" > /dev/null 2>&1
-note "gpu-check (build): exit $?"
-cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
-grep -E "warning" "$GC/build.log" | head -20 >> "$OUT/summary.txt"
+build_only "${NINJA_TARGETS:-kernels/fusedngp_gpu_tests fusedngp_cuda_backend_tests fusedngp kernels/components/fusedngp_gpu_component_tests}" \
+  "${T_BUILD:-150}"
 awk '/Compiling entry function/{f=$0} /bytes stack frame/{s=$0} /Used [0-9]+ registers/{ if (f ~ /warp_train|fused_mlp_train/) print f " :: " s " :: " $0 }' \
   "$GC/build.log" 2>/dev/null | sort -u > "$OUT/ptxas.txt"
 [ -x "$BUILD/fusedngp" ] || { note "no fusedngp binary: stop"; tail -30 "$GC/build.log"; exit 1; }

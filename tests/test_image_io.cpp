@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -664,6 +665,129 @@ TEST(ImageSampling, StratumPermutationIsABijection) {
         }
     }
     EXPECT_GE(closest, 16.0);
+}
+
+// stratum_at (the one function the CPU sampler and the CUDA sampling kernel
+// call) with the spread order is stratum_of: Barrett reduction equals %.
+TEST(ImageSampling, SpreadStrataOrderIsStratumOf) {
+    for (uint32_t side : {0u, 1u, 2u, 3u, 7u, 37u, 512u, 1000u, 65535u}) {
+        const StrataOrder order = make_strata_order(side, SampleOrder::Spread);
+        const uint64_t m = strata_multiplier(side);
+        const uint64_t cells = (uint64_t)side * side;
+        for (uint64_t i = 0; i < cells; i += 1 + cells / 5000) {
+            ASSERT_EQ(stratum_at(order, (uint32_t)i), stratum_of((uint32_t)i, side, m)) << side << " " << i;
+        }
+        if (cells > 0) {
+            EXPECT_EQ(stratum_at(order, (uint32_t)(cells - 1)), stratum_of((uint32_t)(cells - 1), side, m));
+        }
+    }
+    for (uint64_t x : {0ull, 1ull, 12345678901234ull, ~0ull, ~0ull - 1}) {
+        for (uint64_t n : {1ull, 2ull, 3ull, 262144ull, 4294836225ull, (1ull << 40) + 7}) {
+            EXPECT_EQ(mod_barrett(x, n, ~0ull / n), x % n) << x << " " << n;
+        }
+    }
+}
+
+// The tiled order is a bijection on the side^2 cells for every side (edges
+// where side is not a multiple of the 8 x 4 tile included).
+TEST(ImageSampling, TiledStrataOrderIsABijection) {
+    std::vector<uint32_t> sides;
+    for (uint32_t side = 0; side <= 600; ++side) sides.push_back(side);
+    sides.push_back(1024);
+    sides.push_back(1023);
+    for (uint32_t side : sides) {
+        const StrataOrder order = make_strata_order(side, SampleOrder::Tiled);
+        const uint32_t cells = side * side;
+        std::vector<bool> seen(cells, false);
+        for (uint32_t i = 0; i < cells; ++i) {
+            const uint32_t cell = stratum_at(order, i);
+            ASSERT_LT(cell, cells) << "side " << side << " i " << i;
+            ASSERT_FALSE(seen[cell]) << "side " << side << " i " << i;
+            seen[cell] = true;
+        }
+    }
+}
+
+// At batch 2^18 (side 512, a multiple of the tile) each aligned group of 32
+// samples, one warp's, is exactly one 8 x 4 block of strata; consecutive
+// groups are far apart (the tiles in a spread order). At other sides the
+// groups inside the full tiles are 8 x 4 blocks, and every group (the edge
+// strips' too) lies within a box of at most 32 x 32 cells; most within 8 x 4.
+TEST(ImageSampling, TiledStrataOrderGivesEachWarpACompactTile) {
+    auto box = [](const StrataOrder& order, uint32_t first, uint32_t count, uint32_t& w, uint32_t& h) {
+        uint32_t x0 = ~0u, y0 = ~0u, x1 = 0, y1 = 0;
+        for (uint32_t i = first; i < first + count; ++i) {
+            const uint32_t cell = stratum_at(order, i);
+            x0 = std::min(x0, cell % order.side);
+            x1 = std::max(x1, cell % order.side);
+            y0 = std::min(y0, cell / order.side);
+            y1 = std::max(y1, cell / order.side);
+        }
+        w = x1 - x0 + 1;
+        h = y1 - y0 + 1;
+        return std::make_pair(x0, y0);
+    };
+    const StrataOrder order = make_strata_order(512, SampleOrder::Tiled);
+    double closest_groups = 1e9;
+    for (uint32_t g = 0; g < 512 * 512 / 32; ++g) {
+        uint32_t w = 0, h = 0;
+        const auto [x0, y0] = box(order, 32 * g, 32, w, h);
+        ASSERT_EQ(w, 8u) << g;
+        ASSERT_EQ(h, 4u) << g;
+        ASSERT_EQ(x0 % 8, 0u);
+        ASSERT_EQ(y0 % 4, 0u);
+        if (g + 1 < 512 * 512 / 32 && g < 64) {
+            uint32_t w2 = 0, h2 = 0;
+            const auto [x2, y2] = box(order, 32 * (g + 1), 32, w2, h2);
+            const double dx = (double)x2 - x0, dy = (double)y2 - y0;
+            closest_groups = std::min(closest_groups, std::sqrt(dx * dx + dy * dy));
+        }
+    }
+    EXPECT_GE(closest_groups, 32.0) << "consecutive tiles must not be neighbours";
+    for (uint32_t side : {1u, 5u, 9u, 37u, 300u, 511u, 597u}) {
+        const StrataOrder o = make_strata_order(side, SampleOrder::Tiled);
+        const uint32_t cells = side * side, full = o.full_x * o.full_y;
+        uint32_t compact = 0, groups = 0;
+        for (uint32_t first = 0; first < cells; first += 32, ++groups) {
+            uint32_t w = 0, h = 0;
+            box(o, first, std::min(32u, cells - first), w, h);
+            if (first / 32 < full) {
+                ASSERT_EQ(w, 8u) << side << " " << first;
+                ASSERT_EQ(h, 4u) << side << " " << first;
+            }
+            ASSERT_LE(w, 32u) << side << " " << first;
+            ASSERT_LE(h, 32u) << side << " " << first;
+            compact += w * h <= 32;
+        }
+        if (side >= 300) {
+            EXPECT_GE(compact, groups * 9 / 10) << side;
+        }
+    }
+}
+
+// The tiled order samples the same cells as the spread one: a batch drawn
+// either way puts one sample in every stratum, and the samples are identical
+// up to their order (same jitter draws per row, so only the cells move).
+TEST(ImageSampling, TiledOrderDrawsTheSameStrata) {
+    const Image image = random_image(40, 24, 1, ColorSpace::Linear, 23);
+    for (SampleOrder sample_order : {SampleOrder::Spread, SampleOrder::Tiled}) {
+        Rng rng(3);
+        Matrix<double> coords, targets;
+        sample_batch<double>(image, 1000, rng, coords, targets,
+                             ImageSampling{SamplePositions::Stratified, SampleTargets::Bilinear, sample_order});
+        const uint32_t side = strata_side(1000);  // 31
+        std::vector<int> hits((size_t)side * side, 0);
+        for (Eigen::Index i = 0; i < (Eigen::Index)side * side; ++i) {
+            const uint32_t cx = (uint32_t)(coords(i, 0) * side), cy = (uint32_t)(coords(i, 1) * side);
+            ASSERT_LT(cx, side);
+            ASSERT_LT(cy, side);
+            ++hits[cy * side + cx];
+            if (sample_order == SampleOrder::Tiled) {
+                EXPECT_EQ(cy * side + cx, stratum_at(make_strata_order(side, SampleOrder::Tiled), (uint32_t)i));
+            }
+        }
+        for (int h : hits) ASSERT_EQ(h, 1);
+    }
 }
 
 TEST(ImageSampling, PixelTargetsSnapToCentresAndTakeThePixelValue) {

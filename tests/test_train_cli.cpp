@@ -112,6 +112,20 @@ TEST_F(TrainCli, TrainWritesSummarySnapshotAndRenderThenRenderAndExportWork) {
     EXPECT_EQ(read_all(dir / "a.png"), read_all(dir / "b.png"));
 }
 
+// --sample-order tiled trains (the same samples in another order) and the
+// summary records the order; spread is the default.
+TEST_F(TrainCli, SampleOrderIsSelectableAndRecorded) {
+    fs::path tiled = dir / "tiled", spread = dir / "spread";
+    CliResult r = train(kImage, tiled, "--backend cpu --sample-order tiled");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto summary = nlohmann::json::parse(read_text((tiled / "summary.json").string()));
+    EXPECT_EQ(summary["sampling"]["order"], "tiled");
+    EXPECT_GT(summary["psnr"].get<double>(), 10.0);
+    ASSERT_EQ(train(kImage, spread, "--backend cpu").exit_code, 0);
+    EXPECT_EQ(nlohmann::json::parse(read_text((spread / "summary.json").string()))["sampling"]["order"], "spread");
+    EXPECT_NE(train(kImage, dir / "bad", "--backend cpu --sample-order zigzag").exit_code, 0);
+}
+
 TEST_F(TrainCli, ResumeWithDifferentConfigIsRejected) {
     fs::path out = dir / "run";
     ASSERT_EQ(train(kImage, out).exit_code, 0);

@@ -3,6 +3,7 @@
 // "Grid"; docs/BENCHMARKS.md has the results).
 //
 //   fusedngp_grid_bench [--config FILE] [--batch N] [--iters N] [--csv FILE] [--no-3d]
+//                       [--order random|tiled|both] [--order-ab-only]
 //
 // FILE: a training config whose "encoding" is a 2D grid (default
 // configs/examples/image_fit_tcnn.json, the image-fit step of issue #4).
@@ -13,6 +14,15 @@
 // norm-wise relative difference, which must be fp32 rounding only (~1e-6);
 // forward variants must be bit-identical.
 // Then, unless --no-3d, the same for the default 3D HashGrid (16 x 2, 2^19).
+// Last, the sample-order A/B of the 2D grid (rows "order <name>"): inputs in
+// random order (as above) and in the image sampler's tiled order
+// (SampleOrder::Tiled at the image-fit density: side = strata_side(batch),
+// jittered in its stratum and snapped to the pixel centres of a 1024 x 1024
+// image, so each warp is an 8 x 4 tile of 2 x 2-pixel strata at 2^18); for
+// each order the forward, the gradient kernel without and with warp
+// aggregation (global levels, shared levels, both; each checked against the
+// plain kernel on the same inputs) and, per global level, the atomics alone
+// with and without aggregation. --order-ab-only runs only that part.
 
 #include "encodings/grid.h"
 #include "gpu/components/device_buffer.h"
@@ -21,6 +31,7 @@
 #include "launch_grid.h"
 
 #include "core/rng.h"
+#include "io/sample_positions.h"
 
 #include <cuda_runtime_api.h>
 
@@ -117,8 +128,29 @@ std::string describe(const GridKernelConfig& c) {
       << c.gradient_max_samples_per_thread
       << (c.gradient_interleave_levels ? " interleaved<=" + std::to_string(c.gradient_interleave_max_bytes >> 20) + "MB"
                                        : std::string(" level-major"))
-      << (c.gradient_pair_corners ? " pairs" : " no-pairs");
+      << (c.gradient_pair_corners ? " pairs" : " no-pairs") << (c.gradient_warp_aggregate ? " warp-agg" : "")
+      << (c.gradient_warp_aggregate_shared ? " warp-agg-shared" : "");
     return s.str();
+}
+
+// The gradient kernel of `shape` on (in, dout): compared with `reference`
+// (which it becomes when empty), then timed; one report row.
+void time_checked_gradient(const Bench& bench, const std::string& what, const std::string& variant,
+                           const GridShape& shape, ConstDeviceRows in_rows, ConstDeviceRows dout_rows,
+                           DeviceBuffer<float>& dparams, uint32_t batch, std::vector<float>& reference) {
+    const cudaStream_t stream = bench.stream;
+    FUSEDNGP_GPU_CHECK(cudaMemsetAsync(dparams.data(), 0, dparams.size() * sizeof(float), stream));
+    launch_grid_param_gradient(shape, in_rows, dout_rows, dparams.data(), batch, stream);
+    const std::vector<float> result = download(dparams.data(), dparams.size());
+    std::string check = "reference";
+    if (reference.empty()) {
+        reference = result;
+    } else {
+        check = relative_difference(result, reference);
+    }
+    const double ms =
+        bench.median_ms([&] { launch_grid_param_gradient(shape, in_rows, dout_rows, dparams.data(), batch, stream); });
+    bench.report(what, variant, ms, check);
 }
 
 void run_case(Bench& bench, uint32_t n_dims, const json& encoding_config, uint32_t batch, bool full_sweep) {
@@ -187,18 +219,8 @@ void run_case(Bench& bench, uint32_t n_dims, const json& encoding_config, uint32
     // ---- parameter gradient: whole kernel, variants ----
     std::vector<float> gradient_reference;
     auto time_gradient = [&](const std::string& what, GridShape shape) {
-        FUSEDNGP_GPU_CHECK(cudaMemsetAsync(dparams.data(), 0, n_params * sizeof(float), stream));
-        launch_grid_param_gradient(shape, in_rows, dout_rows, dparams.data(), batch, stream);
-        const std::vector<float> result = download(dparams.data(), n_params);
-        std::string check = "reference";
-        if (gradient_reference.empty()) {
-            gradient_reference = result;
-        } else {
-            check = relative_difference(result, gradient_reference);
-        }
-        const double ms = bench.median_ms(
-            [&] { launch_grid_param_gradient(shape, in_rows, dout_rows, dparams.data(), batch, stream); });
-        bench.report(what, describe(shape.config), ms, check);
+        time_checked_gradient(bench, what, describe(shape.config), shape, in_rows, dout_rows, dparams, batch,
+                              gradient_reference);
     };
     GridShape legacy = base;
     legacy.config.gradient_smem_bytes = 0;
@@ -289,12 +311,101 @@ void run_case(Bench& bench, uint32_t n_dims, const json& encoding_config, uint32
     }
 }
 
+// Inputs in the image sampler's tiled order (io/sample_positions.h) at the
+// image-fit density: stratified over side = strata_side(batch) strata,
+// jittered, snapped to the pixel centres of a size x size image; the samples
+// past side^2 uniform, as in training.
+DeviceBuffer<float> upload_tiled_inputs(uint32_t batch, uint32_t image_size, uint64_t seed) {
+    Rng rng(seed);
+    const uint32_t side = strata_side(batch);
+    const StrataOrder order = make_strata_order(side, SampleOrder::Tiled);
+    std::vector<float> h((size_t)batch * 2);
+    for (uint32_t i = 0; i < batch; ++i) {
+        float u = rng.uniform<float>(0.f, 1.f), v = rng.uniform<float>(0.f, 1.f);
+        if (i < side * side) {
+            const uint32_t cell = stratum_at(order, i);
+            u = jitter_in_cell<float>(u, cell % side, side);
+            v = jitter_in_cell<float>(v, cell / side, side);
+        }
+        h[2 * (size_t)i] = pixel_centre<float>(pixel_of<float>(u, (int)image_size), (int)image_size);
+        h[2 * (size_t)i + 1] = pixel_centre<float>(pixel_of<float>(v, (int)image_size), (int)image_size);
+    }
+    DeviceBuffer<float> d(h.size());
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(d.data(), h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// The sample-order A/B (2D): forward and gradient under random and tiled
+// input order, the gradient with warp aggregation off and on.
+void run_order_ab(Bench& bench, const json& encoding_config, uint32_t batch, const std::string& orders) {
+    GpuEncodingPair enc = create_gpu_encoding(2, encoding_config);
+    auto& grid = dynamic_cast<GpuGridEncoding&>(*enc.gpu);
+    const uint32_t n_out = enc.cpu->n_output_dims(), n_levels = grid.shape().n_levels;
+    const size_t n_params = enc.cpu->n_params();
+    std::printf("# sample-order A/B: %s, batch %u\n", enc.cpu->describe().c_str(), batch);
+    DeviceBuffer<float> params = upload_random(n_params, 1, -1e-2f, 1e-2f);
+    DeviceBuffer<float> dout = upload_random((size_t)batch * n_out, 3, -1e-3f, 1e-3f);
+    DeviceBuffer<float> out((size_t)batch * n_out), dparams(n_params);
+    grid.set_params(params.data(), bench.stream);
+    const cudaStream_t stream = bench.stream;
+    const ConstDeviceRows dout_rows = const_rows(dout.data(), n_out);
+
+    struct Variant {
+        const char* name;
+        bool global, shared;
+    };
+    const Variant variants[] = {{"plain", false, false},
+                                {"aggregate global", true, false},
+                                {"aggregate shared", false, true},
+                                {"aggregate both", true, true}};
+    for (const char* order_name : {"random", "tiled"}) {
+        const std::string order = order_name;
+        if (orders != "both" && orders != order) continue;
+        const DeviceBuffer<float> in = order == "random" ? upload_random((size_t)batch * 2, 2, 0.f, 1.f)
+                                                         : upload_tiled_inputs(batch, 1024, 2);
+        const ConstDeviceRows in_rows = const_rows(in.data(), 2);
+        const std::string what = "order " + order;
+        grid.set_kernel_options({});
+        bench.report(what, "forward default",
+                     bench.median_ms([&] { grid.forward(in_rows, rows(out.data(), n_out), batch, stream); }), "");
+        std::vector<float> reference;
+        for (const Variant& variant : variants) {
+            GridKernelOptions options;
+            options.gradient_warp_aggregate = variant.global;
+            options.gradient_warp_aggregate_shared = variant.shared;
+            grid.set_kernel_options(options);  // the smem budget of the kernel that runs
+            const GridShape shape = grid.shape();
+            time_checked_gradient(bench, what, std::string("dparams kernel ") + variant.name + ": " + describe(shape.config),
+                                  shape, in_rows, dout_rows, dparams, batch, reference);
+        }
+        // Per level: the global-atomic path alone (level-major), plain and aggregated.
+        for (uint32_t l = 0; l < n_levels; ++l) {
+            for (bool aggregate : {false, true}) {
+                GridKernelOptions options;
+                options.gradient_smem_bytes = 0;
+                options.gradient_warp_aggregate = aggregate;
+                grid.set_kernel_options(options);
+                GridShape one = grid.shape();
+                one.n_levels = 1;
+                one.levels += l;
+                one.host_levels += l;
+                const double ms = bench.median_ms(
+                    [&] { launch_grid_param_gradient(one, in_rows, dout_rows, dparams.data(), batch, stream); });
+                bench.report(what, "dparams level " + std::to_string(l) + (aggregate ? " global aggregated" : " global"),
+                             ms, "");
+            }
+        }
+    }
+    grid.set_kernel_options({});
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     std::string config_path = "configs/examples/image_fit_tcnn.json", csv_path;
     uint32_t batch = 1u << 18;
-    bool with_3d = true;
+    bool with_3d = true, order_ab_only = false;
+    std::string orders = "both";
     Bench bench;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -312,8 +423,16 @@ int main(int argc, char** argv) {
             csv_path = next();
         } else if (a == "--no-3d") {
             with_3d = false;
+        } else if (a == "--order") {
+            orders = next();
+            if (orders != "random" && orders != "tiled" && orders != "both") throw std::invalid_argument("--order " + orders);
+        } else if (a == "--order-ab-only") {
+            order_ab_only = true;
         } else {
-            std::fprintf(stderr, "usage: %s [--config FILE] [--batch N] [--iters N] [--csv FILE] [--no-3d]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--config FILE] [--batch N] [--iters N] [--csv FILE] [--no-3d] "
+                         "[--order random|tiled|both] [--order-ab-only]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -350,11 +469,15 @@ int main(int argc, char** argv) {
         }
 
         bench.case_name = "2d";
-        run_case(bench, 2, config.at("encoding"), batch, /*full_sweep=*/true);
-        if (with_3d) {
-            bench.case_name = "3d";
-            run_case(bench, 3, json{{"otype", "HashGrid"}}, batch, /*full_sweep=*/false);
+        if (!order_ab_only) {
+            run_case(bench, 2, config.at("encoding"), batch, /*full_sweep=*/true);
+            if (with_3d) {
+                bench.case_name = "3d";
+                run_case(bench, 3, json{{"otype", "HashGrid"}}, batch, /*full_sweep=*/false);
+            }
         }
+        bench.case_name = "2d";
+        run_order_ab(bench, config.at("encoding"), batch, orders);
         if (bench.csv) std::fclose(bench.csv);
         cudaStreamDestroy(bench.stream);
     } catch (const std::exception& e) {

@@ -20,7 +20,10 @@
 //   samples, then each touched row is added to the gradient with one vector
 //   atomic; their blocks come first in the launch because they run longest.
 //   The other levels (hashed) add each corner with one global vector atomic,
-//   consecutive threads taking consecutive levels of a sample.
+//   consecutive threads taking consecutive levels of a sample. With
+//   gradient_warp_aggregate a warp first sums its lanes' contributions to
+//   the same row (pair), and each warp takes 32 samples of one level; with
+//   gradient_warp_aggregate_shared the same before the shared atomics.
 // - Input gradient: one thread per sample, levels summed in ascending order,
 //   as the CPU does (no atomics, deterministic).
 // Only the parameter gradient uses atomics; the forward is bit-identical for
@@ -378,21 +381,168 @@ __device__ inline void add_sample_gradient(const GridShape& shape, uint32_t l, u
     }
 }
 
-// Samples [begin, end) of level l, summed in the block's shared copy of the
-// level's gradient table (rows * F floats), then flushed: one atomic per row
-// that received a non-zero sum. Samples are loaded U at a time so several
-// loads are in flight per thread.
-template <int D, int F>
-__device__ void add_chunk_gradient_shared(const GridShape& shape, uint32_t l, unsigned long long begin,
-                                          unsigned long long end, ConstDeviceRows in, ConstDeviceRows dout,
-                                          float* dparams, float* shared_rows) {
-    const GridLevelInfo level = shape.levels[l];
-    // rows rounded up to even (shared_table_bytes): the pair flush below may
-    // read the zero row after an odd last row.
-    const uint32_t n = (level.rows + (level.rows & 1u)) * F;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) shared_rows[i] = 0.f;
-    __syncthreads();
+// ---- warp aggregation (GridKernelConfig::gradient_warp_aggregate*) ----------------
+// Where a warp's samples lie close together (the image sampler's tiled order:
+// 32 samples = 8 x 4 strata), many of its lanes add to the same rows at the
+// coarser levels. Those lanes first sum their contributions: lanes with the
+// same key (the row's address) find each other with __match_any_sync, a
+// shuffle tree sums each such set into its lowest lane, and only that lane
+// issues the atomic. Same sums in another order (fp32 rounding only).
+//
+// Each lane offers its contributions in 2^D rounds, one unit per round, and
+// a unit's round depends only on its row (pair) and vertex, never on the
+// lane, so every lane adding to one row offers it in the same round:
+// - global levels: the unit is a row pair (2m, 2m + 1) for F <= 2 with
+//   corner pairs (one 2F-float atomic, as the pair trick), else one row; an
+//   edge along x (corners k, k + 1) gives one or two units; round bits = the
+//   edge's y (and z) vertex parity and the unit index's parity. A lane's two
+//   units of one edge have different parities (dense: neighbouring units;
+//   hashed: x ^ c and (x + 1) ^ c for odd x); where not (tiled indexing at
+//   its wrap), the second is added alone with its own atomic;
+// - shared levels: the unit is one row (corner k); round bits = the corner's
+//   vertex parities (x, y, z), so each lane offers exactly one corner a round.
+// Every lane of the warp must make the calls (full-mask shuffles and votes):
+// lanes without a sample pass valid = false, and control flow around the
+// calls is warp-uniform.
+constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 
+// Sums v over each set of lanes with the same key into the set's lowest lane;
+// true on that lane. `peers`: this lane's set (__match_any_sync), this lane
+// included. A pairwise tree by rank within the set: in round s a lane adds
+// the value of its next higher live peer, then the lanes whose rank has bit
+// s set stop (NVIDIA's reduce_peers); at most 5 rounds, none when no two
+// lanes share a key.
+template <int N>
+__device__ inline bool sum_into_lowest_peer(unsigned peers, float (&v)[N]) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned lower = peers & ((1u << lane) - 1u);
+    unsigned rank = __popc(lower);
+    unsigned higher = peers & ~((2u << lane) - 1u);  // lane 31: 2u << 31 == 0, so none
+    while (__any_sync(kFullWarp, higher != 0)) {
+        const int next = __ffs(higher);  // 1 + lane of the next live peer, 0 if none
+        const int source = next > 0 ? next - 1 : (int)lane;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            const float t = __shfl_sync(kFullWarp, v[j], source);
+            if (next > 0) v[j] += t;
+        }
+        higher &= ~__ballot_sync(kFullWarp, (rank & 1u) != 0);
+        rank >>= 1;
+    }
+    return lower == 0;
+}
+
+// The lanes with valid set and equal keys sum v; the lowest of each calls
+// add(v) with the sum. Warp-uniform call.
+template <int N, typename Key, typename Add>
+__device__ inline void warp_aggregated_add(bool valid, Key key, float (&v)[N], Add&& add) {
+    const unsigned valid_lanes = __ballot_sync(kFullWarp, valid);
+    if (valid_lanes == 0) return;
+    unsigned peers = 1u << (threadIdx.x & 31u);
+    if (valid) peers = __match_any_sync(valid_lanes, key);
+    if (sum_into_lowest_peer<N>(peers, v) && valid) add(v);
+}
+
+// One sample's contribution to level l, like add_sample_gradient, aggregated
+// over the warp. valid = false: no sample (the lane still takes part).
+template <int D, int F>
+__device__ inline void add_sample_gradient_aggregated(const GridShape& shape, uint32_t l, uint32_t sample, bool valid,
+                                                      ConstDeviceRows in, ConstDeviceRows dout, float* dparams) {
+    const GridLevelInfo level = shape.levels[l];
+    float gy[F] = {};
+    float x[D] = {};
+    if (valid) {
+        load_level_dout<F>(dout, sample, l, gy);
+        load_input<D>(in, sample, x);
+    }
+    DeviceCell<D> cell;
+    locate_cell<D>(x, level.scale, shape.weights, cell);
+    float* level_grad = dparams + level.param_offset;
+    const uint32_t vector_width = gradient_vector_width<F>(level_grad);
+    // Units: row pairs (2F floats) where the pair trick applies, else rows
+    // (in the first F floats).
+    constexpr int N = F <= 2 ? 2 * F : F;
+    const bool pairs = row_pairs_allowed<F>(shape, level_grad);
+    const uint32_t unit_shift = pairs ? 1u : 0u;
+    const uint32_t unit_floats = pairs ? 2u * F : (uint32_t)F;
+    auto add_unit = [&](uint32_t unit, const float (&v)[N]) {
+        float* g = level_grad + (size_t)unit * unit_floats;
+        if constexpr (F <= 2) {
+            // A pair unit holding the last row of an odd-sized table (dense
+            // levels: res^2 rows) has no upper row: that row alone.
+            if (pairs && 2 * unit + 1 < level.rows) {
+                float lower[F], upper[F];
+#pragma unroll
+                for (int f = 0; f < F; ++f) {
+                    lower[f] = v[f];
+                    upper[f] = v[F + f];
+                }
+                atomic_add_row_pair<F>(g, lower, upper);
+                return;
+            }
+        }
+        float row[F];
+#pragma unroll
+        for (int f = 0; f < F; ++f) row[f] = v[f];
+        atomic_add_features<F>(g, row, vector_width);
+    };
+#pragma unroll 1
+    for (int round = 0; round < (1 << D); ++round) {
+        // The edge (corners k, k + 1) whose y (z) vertex parity is the round's.
+        uint32_t e = ((uint32_t)(round >> 1) ^ cell.lower[1]) & 1u;
+        if constexpr (D == 3) e |= (((uint32_t)(round >> 2) ^ cell.lower[2]) & 1u) << 1;
+        const int k = 2 * (int)e;
+        uint32_t vertex0[D], vertex1[D];
+        const float weight0 = corner_weight<D>(cell, k, vertex0);
+        const float weight1 = corner_weight<D>(cell, k + 1, vertex1);
+        const uint32_t row0 = vertex_row<D>(level, vertex0), row1 = vertex_row<D>(level, vertex1);
+        const uint32_t unit0 = row0 >> unit_shift, unit1 = row1 >> unit_shift;
+        const uint32_t parity = (uint32_t)round & 1u;
+        // Corner contributions in their unit's slot (pairs: row & 1).
+        float v0[N] = {}, v1[N] = {};
+        const uint32_t slot0 = pairs ? (row0 & 1u) * F : 0u, slot1 = pairs ? (row1 & 1u) * F : 0u;
+#pragma unroll
+        for (int f = 0; f < F; ++f) {
+#pragma unroll
+            for (int s = 0; s < N; s += F) {
+                if ((uint32_t)s == slot0) v0[s + f] = weight0 * gy[f];
+                if ((uint32_t)s == slot1) v1[s + f] = weight1 * gy[f];
+            }
+        }
+        const bool use0 = valid && weight0 != 0.f, use1 = valid && weight1 != 0.f;
+        bool offer = false;
+        uint32_t unit = 0;
+        float v[N];
+        if (unit0 == unit1) {  // one unit for both corners
+            offer = (use0 || use1) && (unit0 & 1u) == parity;
+            unit = unit0;
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[j] = v0[j] + v1[j];
+        } else if ((unit0 & 1u) == parity) {
+            offer = use0;
+            unit = unit0;
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[j] = v0[j];
+            // Same parity (tiled wrap): the second unit alone, now.
+            if (use1 && (unit1 & 1u) == parity) add_unit(unit1, v1);
+        } else {
+            offer = use1 && (unit1 & 1u) == parity;
+            unit = unit1;
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[j] = v1[j];
+        }
+        warp_aggregated_add<N>(offer, reinterpret_cast<unsigned long long>(level_grad + (size_t)unit * unit_floats), v,
+                               [&](const float (&sum)[N]) { add_unit(unit, sum); });
+    }
+}
+
+// Samples [begin, end) of level l into the block's shared copy of the
+// level's gradient table (shared_rows), one shared atomic per corner. Samples
+// are loaded U at a time so several loads are in flight per thread.
+template <int D, int F>
+__device__ void accumulate_chunk_shared(const GridShape& shape, const GridLevelInfo& level, uint32_t l,
+                                        unsigned long long begin, unsigned long long end, ConstDeviceRows in,
+                                        ConstDeviceRows dout, float* shared_rows) {
     constexpr int U = D == 2 && F <= 2 ? 2 : 1;  // more would cost occupancy (registers)
     for (unsigned long long first = begin + threadIdx.x; first < end; first += (unsigned long long)U * blockDim.x) {
         float x[U][D], gy[U][F];
@@ -419,6 +569,70 @@ __device__ void add_chunk_gradient_shared(const GridShape& shape, uint32_t l, un
                 for (int f = 0; f < F; ++f) atomicAdd(g + f, weight * gy[u][f]);
             }
         }
+    }
+}
+
+// The same with the warp's lanes summing equal rows first (see "warp
+// aggregation" above): round r takes each lane's corner whose vertex parities
+// (x, y, z) are r's bits. The sample loop is warp-uniform (32 consecutive
+// samples per warp and iteration).
+template <int D, int F>
+__device__ void accumulate_chunk_shared_aggregated(const GridShape& shape, const GridLevelInfo& level, uint32_t l,
+                                                   unsigned long long begin, unsigned long long end,
+                                                   ConstDeviceRows in, ConstDeviceRows dout, float* shared_rows) {
+    const uint32_t lane = threadIdx.x & 31u;
+    for (unsigned long long base = begin + (threadIdx.x & ~31u); base < end; base += blockDim.x) {
+        const unsigned long long sample = base + lane;
+        const bool valid = sample < end;
+        float x[D] = {}, gy[F] = {};
+        if (valid) {
+            load_input<D>(in, (uint32_t)sample, x);
+            load_level_dout<F>(dout, (uint32_t)sample, l, gy);
+        }
+        DeviceCell<D> cell;
+        locate_cell<D>(x, level.scale, shape.weights, cell);
+        uint32_t lower_parity = 0;
+#pragma unroll
+        for (int i = 0; i < D; ++i) lower_parity |= (cell.lower[i] & 1u) << i;
+#pragma unroll 1
+        for (int round = 0; round < (1 << D); ++round) {
+            const int k = (int)((uint32_t)round ^ lower_parity);  // vertex parities lower + bits(k) = round
+            uint32_t vertex[D];
+            const float weight = corner_weight<D>(cell, k, vertex);
+            const uint32_t row = vertex_row<D>(level, vertex);
+            float v[F];
+#pragma unroll
+            for (int f = 0; f < F; ++f) v[f] = weight * gy[f];
+            warp_aggregated_add<F>(valid && weight != 0.f, row, v, [&](const float (&sum)[F]) {
+                float* g = shared_rows + row * F;
+#pragma unroll
+                for (int f = 0; f < F; ++f) atomicAdd(g + f, sum[f]);
+            });
+        }
+    }
+}
+
+// Samples [begin, end) of level l, summed in the block's shared copy of the
+// level's gradient table (rows * F floats), then flushed: one atomic per row
+// that received a non-zero sum.
+template <int D, int F, bool Aggregated>
+__device__ void add_chunk_gradient_shared(const GridShape& shape, uint32_t l, unsigned long long begin,
+                                          unsigned long long end, ConstDeviceRows in, ConstDeviceRows dout,
+                                          float* dparams, float* shared_rows) {
+    const GridLevelInfo level = shape.levels[l];
+    // rows rounded up to even (shared_table_bytes): the pair flush below may
+    // read the zero row after an odd last row.
+    const uint32_t n = (level.rows + (level.rows & 1u)) * F;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) shared_rows[i] = 0.f;
+    __syncthreads();
+    if constexpr (Aggregated) {
+        if (shape.config.gradient_warp_aggregate_shared) {
+            accumulate_chunk_shared_aggregated<D, F>(shape, level, l, begin, end, in, dout, shared_rows);
+        } else {
+            accumulate_chunk_shared<D, F>(shape, level, l, begin, end, in, dout, shared_rows);
+        }
+    } else {
+        accumulate_chunk_shared<D, F>(shape, level, l, begin, end, in, dout, shared_rows);
     }
     __syncthreads();
 
@@ -480,15 +694,36 @@ struct GradientPlan {
     uint32_t interleave_first_block;
     uint32_t interleave_first_level;
     uint32_t interleave_levels;
+    // Interleaved items are warps, not threads: warp w takes the 32
+    // consecutive samples of group w / interleave_levels at level
+    // w % interleave_levels (gradient_warp_aggregate: a warp's lanes must
+    // share the level to share rows).
+    uint32_t interleave_warps;
     GradientSegment segments[kMaxGradientSegments];
 };
 
-template <int D, int F>
+// Aggregated: the kernel with the warp-aggregated paths (either
+// gradient_warp_aggregate option), a separate instantiation because they take
+// registers (the plain kernel: 32, four 512-thread blocks per SM).
+template <int D, int F, bool Aggregated>
 __global__ void __launch_bounds__(kGridGradientThreads)
     grid_param_gradient_kernel(GridShape shape, const __grid_constant__ GradientPlan plan, ConstDeviceRows in,
                                ConstDeviceRows dout, float* __restrict__ dparams, uint32_t batch) {
     extern __shared__ float4 shared_raw[];  // float4: 16-byte aligned
     const uint32_t b = blockIdx.x;
+    if (Aggregated && b >= plan.interleave_first_block && plan.interleave_warps) {
+        const uint32_t lane = threadIdx.x & 31u;
+        const unsigned long long warp =
+            ((unsigned long long)(b - plan.interleave_first_block) * blockDim.x + threadIdx.x) >> 5;
+        const unsigned long long group =
+            warp >> 32 == 0 ? (uint32_t)warp / plan.interleave_levels : warp / plan.interleave_levels;
+        const uint32_t j = (uint32_t)(warp - group * plan.interleave_levels);
+        if (group * 32 >= batch) return;  // the whole warp: uniform
+        const unsigned long long sample = group * 32 + lane;
+        add_sample_gradient_aggregated<D, F>(shape, plan.interleave_first_level + j, (uint32_t)sample, sample < batch,
+                                             in, dout, dparams);
+        return;
+    }
     if (b >= plan.interleave_first_block) {
         const unsigned long long item =
             (unsigned long long)(b - plan.interleave_first_block) * blockDim.x + threadIdx.x;
@@ -512,8 +747,13 @@ __global__ void __launch_bounds__(kGridGradientThreads)
     if (segment.shared) {
         const unsigned long long end =
             begin + segment.samples_per_block < batch ? begin + segment.samples_per_block : batch;
-        add_chunk_gradient_shared<D, F>(shape, segment.level, begin, end, in, dout, dparams,
-                                        reinterpret_cast<float*>(shared_raw));
+        add_chunk_gradient_shared<D, F, Aggregated>(shape, segment.level, begin, end, in, dout, dparams,
+                                                    reinterpret_cast<float*>(shared_raw));
+    } else if (Aggregated && shape.config.gradient_warp_aggregate) {
+        const unsigned long long sample = begin + threadIdx.x;
+        if (sample - (threadIdx.x & 31u) >= batch) return;  // the whole warp: uniform
+        add_sample_gradient_aggregated<D, F>(shape, segment.level, (uint32_t)sample, sample < batch, in, dout,
+                                             dparams);
     } else {
         const unsigned long long sample = begin + threadIdx.x;
         if (sample < batch) add_sample_gradient<D, F>(shape, segment.level, (uint32_t)sample, in, dout, dparams);
@@ -587,6 +827,15 @@ void dispatch_grid_shape(const GridShape& shape, Fn&& fn) {
     } else {
         throw std::invalid_argument("grid kernels: n_dims must be 2 or 3, got " + std::to_string(shape.n_dims));
     }
+}
+
+bool warp_aggregated(const GridKernelConfig& config) {
+    return config.gradient_warp_aggregate || config.gradient_warp_aggregate_shared;
+}
+
+template <int D, int F>
+auto gradient_kernel(bool aggregated) {
+    return aggregated ? grid_param_gradient_kernel<D, F, true> : grid_param_gradient_kernel<D, F, false>;
 }
 
 // Widest vector store (4, 2 or 1 floats) for rows of F floats at base + i * stride.
@@ -677,11 +926,15 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     if (interleave) {
         plan.interleave_first_level = global_levels[0];
         plan.interleave_levels = n_global;
-        blocks += ((unsigned long long)batch * plan.interleave_levels + kGridGradientThreads - 1) / kGridGradientThreads;
+        plan.interleave_warps = config.gradient_warp_aggregate ? 1u : 0u;
+        // Warps: every group of 32 samples (the last one partial) at every level.
+        const unsigned long long items = config.gradient_warp_aggregate ? ((unsigned long long)batch + 31) / 32 * 32
+                                                                        : (unsigned long long)batch;
+        blocks += (items * plan.interleave_levels + kGridGradientThreads - 1) / kGridGradientThreads;
     }
     if (blocks == 0) return;
     dispatch_grid_shape(shape, [&](auto dims, auto features) {
-        grid_param_gradient_kernel<decltype(dims)::value, decltype(features)::value>
+        gradient_kernel<decltype(dims)::value, decltype(features)::value>(warp_aggregated(config))
             <<<(unsigned int)blocks, kGridGradientThreads, shared_bytes, stream>>>(shape, plan, in, dout, dparams,
                                                                                   batch);
     });
@@ -735,14 +988,18 @@ GridKernelConfig prepare_grid_gradient_kernel(const GridShape& shape) {
     FUSEDNGP_GPU_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     int blocks_per_sm = 1;
     dispatch_grid_shape(shape, [&](auto dims, auto features) {
-        const auto kernel = grid_param_gradient_kernel<decltype(dims)::value, decltype(features)::value>;
         // The attribute is the kernel's (shared by every grid of this n_dims
         // and n_features): always the device maximum, so no encoding lowers
-        // another's limit.
-        FUSEDNGP_GPU_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, per_block));
-        // Blocks per SM without shared memory (threads and registers).
-        FUSEDNGP_GPU_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kGridGradientThreads, 0));
+        // another's limit. Both kernels (plain and warp-aggregated).
+        for (bool aggregated : {false, true}) {
+            FUSEDNGP_GPU_CHECK(cudaFuncSetAttribute(
+                gradient_kernel<decltype(dims)::value, decltype(features)::value>(aggregated),
+                cudaFuncAttributeMaxDynamicSharedMemorySize, per_block));
+        }
+        // Blocks per SM without shared memory (threads and registers) of the kernel this config runs.
+        FUSEDNGP_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks_per_sm, gradient_kernel<decltype(dims)::value, decltype(features)::value>(warp_aggregated(shape.config)),
+            kGridGradientThreads, 0));
     });
     GridKernelConfig config = shape.config;
     uint32_t bytes = config.gradient_smem_bytes;

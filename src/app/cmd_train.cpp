@@ -40,13 +40,15 @@ struct TrainOptions {
     double eval_every = 10.0;
     std::string sampling = "stratified";  // image mode: training positions
     std::string targets = "pixels";       // image mode: training targets
+    std::string sample_order = "spread";  // image mode: order of the strata within a batch
 };
 
-// --sampling / --targets -> ImageSampling (CLI11 has already checked the names).
+// --sampling / --targets / --sample-order -> ImageSampling (CLI11 has already checked the names).
 ImageSampling image_sampling(const TrainOptions& o) {
     ImageSampling s;
     s.positions = o.sampling == "uniform" ? SamplePositions::Uniform : SamplePositions::Stratified;
     s.targets = o.targets == "bilinear" ? SampleTargets::Bilinear : SampleTargets::PixelCentres;
+    s.order = o.sample_order == "tiled" ? SampleOrder::Tiled : SampleOrder::Spread;
     return s;
 }
 
@@ -93,7 +95,7 @@ json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, co
                 {"ssim", q.ssim},
                 {"stop_reason", stop_reason_name(outcome.reason)},
                 {"batch_size", o.batch_size},
-                {"sampling", {{"positions", o.sampling}, {"targets", o.targets}}},
+                {"sampling", {{"positions", o.sampling}, {"targets", o.targets}, {"order", o.sample_order}}},
                 {"seed", o.seed},
                 {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
                 {"image", image_mode_info(image)},
@@ -203,6 +205,12 @@ void add_train_command(CLI::App& app) {
                     "image training targets: pixels (snap to the pixel centre, learn its value, instant-ngp's "
                     "default) or bilinear (interpolated at the continuous position)")
         ->check(CLI::IsMember({"pixels", "bilinear"}))
+        ->capture_default_str();
+    cmd->add_option("--sample-order", o->sample_order,
+                    "image: order of the stratified samples within a batch: spread (a warp's samples far apart) "
+                    "or tiled (each 32 consecutive samples an 8 x 4 tile of strata; the same samples, an order "
+                    "the grid gradient can aggregate)")
+        ->check(CLI::IsMember({"spread", "tiled"}))
         ->capture_default_str();
     cmd->callback([o]() {
         int rc = run_train(*o);

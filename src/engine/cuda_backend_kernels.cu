@@ -37,32 +37,21 @@ __device__ __forceinline__ AxisLookup lookup_axis(float u, int size) {
     return {min(max(i, 0), size - 1), min(max(i + 1, 0), size - 1), weight};
 }
 
-// stratum_of's (i * multiplier) mod side^2 without a 64-bit division (a long
-// instruction sequence on the GPU): Barrett reduction with
-// inverse = floor((2^64 - 1) / cells), then at most two corrections. Exact,
-// so the CPU's % gives the same cell.
-__device__ __forceinline__ uint32_t stratum_barrett(uint32_t i, uint64_t multiplier, uint64_t cells,
-                                                    uint64_t inverse) {
-    const uint64_t x = (uint64_t)i * multiplier;
-    uint64_t r = x - __umul64hi(x, inverse) * cells;
-    while (r >= cells) r -= cells;
-    return (uint32_t)r;
-}
-
 // io/sampling.cpp's sample_batch: draws, stratification and targets alike
-// (io/sample_positions.h); side = 0 means uniform positions. vector_io: RGBA
+// (io/sample_positions.h, stratum_at: the CPU's function, Barrett reduction
+// instead of a 64-bit division); side = 0 means uniform positions. vector_io: RGBA
 // pixels and targets on the 16-byte grid, so a pixel-centre target is one
 // float4 load and store and its coordinates one float2 store (the scalar
 // stores at a 16-byte stride were 4x the store requests).
-__global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, uint32_t side,
-                                    uint64_t multiplier, uint64_t inverse, bool pixel_targets, bool vector_io,
-                                    float* coords, float* targets) {
+__global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t batch, StrataOrder strata,
+                                    bool pixel_targets, bool vector_io, float* coords, float* targets) {
+    const uint32_t side = strata.side;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= batch) return;
     float u = uniform01(key, 2ull * i);
     float v = uniform01(key, 2ull * i + 1);
     if (i < side * side) {
-        const uint32_t cell = stratum_barrett(i, multiplier, (uint64_t)side * side, inverse);
+        const uint32_t cell = stratum_at(strata, i);
         u = jitter_in_cell<float>(u, cell % side, side);
         v = jitter_in_cell<float>(v, cell / side, side);
     }
@@ -153,14 +142,12 @@ void launch_sample_image(const DeviceImage& image, const ImageSampling& sampling
     const uint64_t key = seed * 0xD1B54A32D192ED03ull ^ (step + 1) * 0x9E3779B97F4A7C15ull;
     // side^2 <= batch < 2^32, so i < side * side cannot overflow in the kernel.
     const uint32_t side = sampling.positions == SamplePositions::Stratified ? strata_side(batch) : 0;
-    const uint64_t multiplier = strata_multiplier(side);
-    const uint64_t cells = (uint64_t)side * side;
-    const uint64_t inverse = cells > 1 ? ~0ull / cells : 0;  // side <= 1: every i maps to cell 0 (i < cells)
+    const StrataOrder strata = make_strata_order(side, sampling.order);
     const bool pixel_targets = sampling.targets == SampleTargets::PixelCentres;
     auto aligned = [](const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; };
     const bool vector_io = image.channels == 4 && aligned(image.pixels, 16) && aligned(targets, 16) && aligned(coords, 8);
     sample_image_kernel<<<(batch + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-        image, key, batch, side, multiplier, inverse, pixel_targets, vector_io, coords, targets);
+        image, key, batch, strata, pixel_targets, vector_io, coords, targets);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

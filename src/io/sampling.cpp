@@ -59,10 +59,10 @@ void sample_batch(const Image& image, size_t n, Rng& rng, Matrix<T>& coords, Mat
     }
     if (sampling.positions == SamplePositions::Stratified && n <= UINT32_MAX) {
         const uint32_t side = strata_side((uint32_t)n);
-        const uint64_t multiplier = strata_multiplier(side);
+        const StrataOrder order = make_strata_order(side, sampling.order);
         const Eigen::Index stratified = (Eigen::Index)side * side;
         for (Eigen::Index i = 0; i < stratified; ++i) {
-            const uint32_t cell = stratum_of((uint32_t)i, side, multiplier);
+            const uint32_t cell = stratum_at(order, (uint32_t)i);
             coords(i, 0) = jitter_in_cell<T>(coords(i, 0), cell % side, side);
             coords(i, 1) = jitter_in_cell<T>(coords(i, 1), cell / side, side);
         }

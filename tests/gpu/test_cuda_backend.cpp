@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 namespace fusedngp {
@@ -131,19 +132,21 @@ TEST(CudaBackend, SamplingKernelStratifiesAndSnapsLikeTheCpu) {
 // The sampling kernel's draw for sample i, replayed on the host: the same key
 // (launch_sample_image's, for sample_on_gpu's seed 9 and step 4), splitmix64
 // counters, jitter and pixel snapping in float, and the CPU's stratum_of (a
-// plain 64-bit %) where the kernel uses Barrett reduction.
+// plain 64-bit %) for the spread order, the CPU's stratum_at for the tiled one.
 uint64_t host_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-void expected_stratified_pixel(uint32_t i, uint32_t side, int width, int height, int& px, int& py) {
+void expected_stratified_pixel(uint32_t i, uint32_t side, SampleOrder order, int width, int height, int& px,
+                               int& py) {
     const uint64_t key = 9ull * 0xD1B54A32D192ED03ull ^ (4ull + 1) * 0x9E3779B97F4A7C15ull;
     auto uniform = [&](uint64_t counter) {
         return (float)(host_mix64(key + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.f / 16777216.f);
     };
-    const uint32_t cell = stratum_of(i, side, strata_multiplier(side));
+    const uint32_t cell = order == SampleOrder::Spread ? stratum_of(i, side, strata_multiplier(side))
+                                                       : stratum_at(make_strata_order(side, order), i);
     const float u = jitter_in_cell<float>(uniform(2ull * i), cell % side, side);
     const float v = jitter_in_cell<float>(uniform(2ull * i + 1), cell / side, side);
     px = pixel_of<float>(u, width);
@@ -152,11 +155,13 @@ void expected_stratified_pixel(uint32_t i, uint32_t side, int width, int height,
 
 // RGBA (the float4 path) at large batches (i * multiplier near 2^36, where a
 // wrong modular reduction would show): every stratified sample's pixel and
-// four-channel target as replayed on the host.
+// four-channel target as replayed on the host, in both sample orders (side 37
+// has partial tiles at the right and bottom edges).
 TEST(CudaBackend, SamplingKernelRgbaMatchesHostReplayOfStrata) {
     REQUIRE_DEVICE();
-    for (uint32_t side : {512u, 37u}) {
-        SCOPED_TRACE("side " + std::to_string(side));
+    for (auto [side, order] : {std::pair{512u, SampleOrder::Spread}, std::pair{37u, SampleOrder::Spread},
+                               std::pair{512u, SampleOrder::Tiled}, std::pair{37u, SampleOrder::Tiled}}) {
+        SCOPED_TRACE("side " + std::to_string(side) + (order == SampleOrder::Tiled ? " tiled" : " spread"));
         Image image;
         image.width = (int)side + 3;
         image.height = (int)side - 2;
@@ -165,8 +170,8 @@ TEST(CudaBackend, SamplingKernelRgbaMatchesHostReplayOfStrata) {
         for (size_t k = 0; k < image.pixels.size(); ++k) image.pixels[k] = (float)(k % 9973) / 9973.f;
         const uint32_t batch = side * side + 5;  // 5 uniform samples past the strata
         std::vector<float> coords, targets;
-        sample_on_gpu(image, ImageSampling{SamplePositions::Stratified, SampleTargets::PixelCentres}, batch, coords,
-                      targets);
+        sample_on_gpu(image, ImageSampling{SamplePositions::Stratified, SampleTargets::PixelCentres, order}, batch,
+                      coords, targets);
         uint32_t mismatches = 0;
         for (uint32_t i = 0; i < batch; ++i) {
             const int px = (int)std::lround(coords[2 * i] * image.width - 0.5f);
@@ -174,7 +179,7 @@ TEST(CudaBackend, SamplingKernelRgbaMatchesHostReplayOfStrata) {
             ASSERT_TRUE(px >= 0 && px < image.width && py >= 0 && py < image.height) << i;
             if (i < side * side) {
                 int ex = -1, ey = -1;
-                expected_stratified_pixel(i, side, image.width, image.height, ex, ey);
+                expected_stratified_pixel(i, side, order, image.width, image.height, ex, ey);
                 if (px != ex || py != ey) ++mismatches;
             }
             for (int c = 0; c < 4; ++c) ASSERT_EQ(targets[(size_t)i * 4 + c], image.at(px, py, c)) << i;

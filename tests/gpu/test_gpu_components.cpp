@@ -15,6 +15,8 @@
 #include "gpu/components/gpu_grid_encoding.h"
 #include "gpu/components/gpu_loss.h"
 #include "gpu/components/gpu_optimizer.h"
+#include "io/sample_positions.h"
+#include "launch_grid.h"
 #include "losses/factory.h"
 #include "optimizers/factory.h"
 
@@ -180,19 +182,21 @@ bool all_zero(const float* v, size_t n) {
 // ---- encodings -------------------------------------------------------------------
 
 // Runs forward and backward of the GPU encoding (its params already bound)
-// and of the CPU encoding with `cpu_params`, on fresh random inputs in
-// [lo, hi), and compares outputs, dL/dparams and dL/din.
-void expect_encoding_matches_cpu(const Encoding<float>& cpu, const GpuEncoding& gpu, const std::vector<float>& cpu_params,
-                                 uint32_t batch, uint64_t seed, float lo, float hi, cudaStream_t stream) {
+// and of the CPU encoding with `cpu_params`, on the inputs `in` (batch rows)
+// and random dL/dy, and compares outputs, dL/dparams and dL/din.
+void expect_encoding_matches_cpu_on(const Encoding<float>& cpu, const GpuEncoding& gpu,
+                                    const std::vector<float>& cpu_params, const Matrix<float>& in, uint64_t seed,
+                                    cudaStream_t stream) {
+    const uint32_t batch = (uint32_t)in.rows();
     SCOPED_TRACE(cpu.describe() + ", batch " + std::to_string(batch));
     const uint32_t n_in = cpu.n_input_dims(), n_out = cpu.n_output_dims();
     const size_t n_params = cpu.n_params();
     ASSERT_EQ(gpu.n_input_dims(), n_in);
     ASSERT_EQ(gpu.n_output_dims(), n_out);
     ASSERT_EQ(gpu.n_params(), n_params);
+    ASSERT_EQ((uint32_t)in.cols(), n_in);
     const float* params = n_params ? cpu_params.data() : nullptr;
 
-    const Matrix<float> in = random_matrix(batch, n_in, seed, lo, hi);
     const DeviceBuffer<float> d_in = upload(in);
     DeviceBuffer<float> d_out = poisoned((size_t)batch * n_out, stream);
     gpu.forward(const_rows(d_in.data(), n_in), rows(d_out.data(), n_out), batch, stream);
@@ -218,6 +222,13 @@ void expect_encoding_matches_cpu(const Encoding<float>& cpu, const GpuEncoding& 
     }
     EXPECT_TRUE(close_normwise(download(d_din.data(), d_din.size()), din.data(), din.size(), kGradientTolerance))
         << "dL/dinput";
+}
+
+// The same on fresh random inputs in [lo, hi).
+void expect_encoding_matches_cpu(const Encoding<float>& cpu, const GpuEncoding& gpu, const std::vector<float>& cpu_params,
+                                 uint32_t batch, uint64_t seed, float lo, float hi, cudaStream_t stream) {
+    expect_encoding_matches_cpu_on(cpu, gpu, cpu_params, random_matrix(batch, cpu.n_input_dims(), seed, lo, hi), seed,
+                                   stream);
 }
 
 json small_grid_config(const std::string& type, const std::string& interpolation, uint32_t features) {
@@ -346,6 +357,41 @@ struct GridKernelCase {
     GridKernelOptions options;
 };
 
+// The warp-aggregated gradient paths (gradient_warp_aggregate*), each with
+// the kernel layout it changes.
+std::vector<GridKernelCase> warp_aggregate_cases() {
+    // Global levels aggregated (interleaved: one level per warp), shared as before.
+    GridKernelOptions global;
+    global.gradient_warp_aggregate = true;
+    // Both kinds of level aggregated.
+    GridKernelOptions both = global;
+    both.gradient_warp_aggregate_shared = true;
+    // Only the shared levels.
+    GridKernelOptions shared;
+    shared.gradient_warp_aggregate_shared = true;
+    // Global levels level-major (one level per block range), aggregated; no corner pairs (row units).
+    GridKernelOptions level_major;
+    level_major.gradient_warp_aggregate = true;
+    level_major.gradient_interleave_levels = false;
+    level_major.gradient_pair_corners = false;
+    // Every level in shared memory, aggregated, 512-sample chunks.
+    GridKernelOptions all_shared;
+    all_shared.gradient_warp_aggregate_shared = true;
+    all_shared.gradient_smem_bytes = 1u << 30;
+    all_shared.gradient_flush_ratio = 1;
+    all_shared.gradient_max_samples_per_thread = 1;
+    // Global atomics everywhere, aggregated, interleaved.
+    GridKernelOptions all_global;
+    all_global.gradient_warp_aggregate = true;
+    all_global.gradient_smem_bytes = 0;
+    return {{"WarpAggregate", global},
+            {"WarpAggregateBoth", both},
+            {"WarpAggregateShared", shared},
+            {"WarpAggregateLevelMajorNoPairs", level_major},
+            {"WarpAggregateAllShared", all_shared},
+            {"WarpAggregateAllGlobal", all_global}};
+}
+
 std::vector<GridKernelCase> grid_kernel_cases() {
     // The kernels before shared-memory aggregation: one level per block,
     // global atomics for every level.
@@ -377,13 +423,15 @@ std::vector<GridKernelCase> grid_kernel_cases() {
     GridKernelOptions level_major_shared;
     level_major_shared.forward_level_group = 8;
     level_major_shared.gradient_interleave_levels = false;
-    return {{"Default", {}},
-            {"LevelMajorGlobal", level_major},
-            {"NoCornerPairs", no_pairs},
-            {"InterleavedGlobal", interleaved},
-            {"AllShared", all_shared},
-            {"LongSharedChunks", long_chunks},
-            {"LevelMajorWithShared", level_major_shared}};
+    std::vector<GridKernelCase> cases = {{"Default", {}},
+                                         {"LevelMajorGlobal", level_major},
+                                         {"NoCornerPairs", no_pairs},
+                                         {"InterleavedGlobal", interleaved},
+                                         {"AllShared", all_shared},
+                                         {"LongSharedChunks", long_chunks},
+                                         {"LevelMajorWithShared", level_major_shared}};
+    for (const GridKernelCase& c : warp_aggregate_cases()) cases.push_back(c);
+    return cases;
 }
 
 GpuEncodingOptions with_grid_kernels(const GridKernelOptions& kernels,
@@ -404,18 +452,34 @@ size_t level_table_bytes(const Encoding<float>& cpu, size_t l) {
 
 using GridKernelParam = std::tuple<GridKernelCase, const char*, const char*, int, int>;  // case, type, interpolation, dims, F
 
-class GpuGridKernelPathTest : public GpuTest, public ::testing::WithParamInterface<GridKernelParam> {};
+class GpuGridKernelPathTest : public GpuTest, public ::testing::WithParamInterface<GridKernelParam> {
+protected:
+    // The small grid of the test's parameters on its kernel path, with random
+    // parameters bound.
+    void bind_grid(uint64_t seed) {
+        const auto& [kernel_case, type, interpolation, dims, features] = GetParam();
+        enc_ = create_gpu_encoding(dims, small_grid_config(type, interpolation, features), "encoding",
+                                   with_grid_kernels(kernel_case.options));
+        params_ = random_vector(enc_.cpu->n_params(), seed, -1.f, 1.f);
+        d_params_ = upload(params_);
+        enc_.gpu->set_params(d_params_.data(), stream_);
+        params_ = rounded_to_half(params_);  // what the GPU reads, for the CPU
+    }
+
+    GpuEncodingPair enc_;
+    DeviceBuffer<float> d_params_;
+    std::vector<float> params_;
+};
+
+std::string grid_path_test_name(const ::testing::TestParamInfo<GridKernelParam>& p) {
+    return std::string(std::get<0>(p.param).name) + "_" + std::get<1>(p.param) + std::get<2>(p.param) +
+           std::to_string(std::get<3>(p.param)) + "DF" + std::to_string(std::get<4>(p.param));
+}
 
 TEST_P(GpuGridKernelPathTest, MatchesCpu) {
-    const auto& [kernel_case, type, interpolation, dims, features] = GetParam();
-    GpuEncodingPair enc = create_gpu_encoding(dims, small_grid_config(type, interpolation, features), "encoding",
-                                              with_grid_kernels(kernel_case.options));
-    const std::vector<float> params = random_vector(enc.cpu->n_params(), 31, -1.f, 1.f);
-    const DeviceBuffer<float> d_params = upload(params);
-    enc.gpu->set_params(d_params.data(), stream_);
+    bind_grid(31);
     for (uint32_t batch : {1u, 127u, 4099u}) {
-        expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 400 + batch, -0.05f, 1.05f,
-                                    stream_);
+        expect_encoding_matches_cpu(*enc_.cpu, *enc_.gpu, params_, batch, 400 + batch, -0.05f, 1.05f, stream_);
     }
 }
 
@@ -423,11 +487,7 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, GpuGridKernelPathTest,
                          ::testing::Combine(::testing::ValuesIn(grid_kernel_cases()), ::testing::Values("Hash", "Tiled"),
                                             ::testing::Values("Linear", "Nearest", "Smoothstep"),
                                             ::testing::Values(2, 3), ::testing::Values(1, 2, 4, 8)),
-                         [](const ::testing::TestParamInfo<GridKernelParam>& p) {
-                             return std::string(std::get<0>(p.param).name) + "_" + std::get<1>(p.param) +
-                                    std::get<2>(p.param) + std::to_string(std::get<3>(p.param)) + "DF" +
-                                    std::to_string(std::get<4>(p.param));
-                         });
+                         grid_path_test_name);
 
 // The image-fit grid of issue #4 (configs/examples/image_fit_tcnn.json: 2D,
 // 16 levels x 2, 2^15 rows, levels 0-5 dense): by default its coarse dense
@@ -462,6 +522,120 @@ TEST_F(GpuTest, GridImageFitShapeMatchesCpuOnEveryPath) {
             expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 500 + batch, 0.f, 1.f,
                                         stream_);
         }
+    }
+}
+
+// Inputs where a warp's lanes share rows, for the warp-aggregated paths.
+enum class Coherence { OnePoint, TiledStrata, Clusters };
+
+// OnePoint: every sample at one point (all lanes add to the same rows: the
+// worst case for the reduction). TiledStrata: the image sampler's tiled order
+// (stratum_at, side = strata_side(batch), jittered, snapped to the pixel
+// centres of a 1024 x 1024 image; 3D: z constant per warp). Clusters: each
+// warp's 32 samples in a box of side 1e-3..1e-1 around a random centre (the
+// last warp partial), some outside [0, 1] (clamped).
+Matrix<float> coherent_inputs(uint32_t batch, uint32_t dims, Coherence kind, uint64_t seed) {
+    Rng rng(seed);
+    Matrix<float> in(batch, dims);
+    const StrataOrder order = make_strata_order(strata_side(batch), SampleOrder::Tiled);
+    float centre[3] = {}, size = 0;
+    for (uint32_t i = 0; i < batch; ++i) {
+        if (i % 32 == 0) {
+            for (float& c : centre) c = rng.uniform<float>(-0.02f, 1.02f);
+            size = std::pow(10.f, rng.uniform<float>(-3.f, -1.f));
+        }
+        for (uint32_t d = 0; d < dims; ++d) {
+            switch (kind) {
+                case Coherence::OnePoint: in(i, d) = 0.3712f + 0.1f * (float)d; break;
+                case Coherence::Clusters: in(i, d) = centre[d] + size * rng.uniform<float>(0.f, 1.f); break;
+                case Coherence::TiledStrata: {
+                    const uint32_t side = order.side;
+                    if (d == 2 || i >= side * side) {
+                        in(i, d) = d == 2 ? centre[2] : rng.uniform<float>(0.f, 1.f);
+                        break;
+                    }
+                    const uint32_t cell = stratum_at(order, i);
+                    const float u = jitter_in_cell<float>(rng.uniform<float>(0.f, 1.f), d == 0 ? cell % side : cell / side,
+                                                          side);
+                    in(i, d) = pixel_centre<float>(pixel_of<float>(u, 1024), 1024);
+                    break;
+                }
+            }
+        }
+    }
+    return in;
+}
+
+// The same grids and paths on coherent inputs (its own fixture: not part of AllPaths).
+class GpuGridCoherentInputTest : public GpuGridKernelPathTest {};
+
+// Every warp-aggregated path against the CPU on coherent inputs, batches 1,
+// 127 and 100003 (partial warps, many groups), within the usual tolerance.
+TEST_P(GpuGridCoherentInputTest, MatchesCpu) {
+    bind_grid(33);
+    const uint32_t dims = (uint32_t)std::get<3>(GetParam());
+    for (Coherence kind : {Coherence::OnePoint, Coherence::TiledStrata, Coherence::Clusters}) {
+        SCOPED_TRACE("coherence " + std::to_string((int)kind));
+        for (uint32_t batch : {1u, 127u, 100003u}) {
+            expect_encoding_matches_cpu_on(*enc_.cpu, *enc_.gpu, params_, coherent_inputs(batch, dims, kind, 700 + batch),
+                                           800 + batch, stream_);
+        }
+    }
+}
+
+std::vector<GridKernelCase> coherent_cases() {
+    std::vector<GridKernelCase> cases = {{"Default", {}}};
+    for (const GridKernelCase& c : warp_aggregate_cases()) cases.push_back(c);
+    return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(WarpAggregate, GpuGridCoherentInputTest,
+                         ::testing::Combine(::testing::ValuesIn(coherent_cases()),
+                                            ::testing::Values("Hash", "Tiled"),
+                                            ::testing::Values("Linear", "Nearest"), ::testing::Values(2, 3),
+                                            ::testing::Values(1, 2, 4, 8)),
+                         grid_path_test_name);
+
+// A dense level with an odd row count (5^2, 5^3) whose last row is the last
+// float pair of the gradient buffer: a pair unit there has no upper row, and
+// writing one would land past the end (memcheck runs this one). Samples near
+// the far corner, where that row is hit.
+TEST_F(GpuTest, GridWarpAggregationAtTheEndOfAnOddDenseTable) {
+    for (uint32_t dims : {2u, 3u}) {
+        for (uint32_t features : {1u, 2u}) {
+            const json config = {{"otype", "DenseGrid"}, {"n_levels", 1}, {"n_features_per_level", features},
+                                 {"base_resolution", 4}};
+            for (const GridKernelCase& kernel_case : warp_aggregate_cases()) {
+                SCOPED_TRACE(std::string(kernel_case.name) + " " + std::to_string(dims) + "D F=" +
+                             std::to_string(features));
+                GpuEncodingPair enc = create_gpu_encoding(dims, config, "encoding", with_grid_kernels(kernel_case.options));
+                ASSERT_EQ(enc.cpu->n_params() / features % 2, 1u) << "the test needs an odd row count";
+                const std::vector<float> params = random_vector(enc.cpu->n_params(), 54, -1.f, 1.f);
+                const DeviceBuffer<float> d_params = upload(params);
+                enc.gpu->set_params(d_params.data(), stream_);
+                for (uint32_t batch : {1u, 127u, 4099u}) {
+                    expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, rounded_to_half(params), batch, 900 + batch, 0.8f,
+                                                1.02f, stream_);
+                }
+            }
+        }
+    }
+}
+
+// The image-fit grid on the image sampler's tiled order at batch 2^18 (side
+// 512: every warp one 8 x 4 tile of 2 x 2-pixel strata), the shape the
+// aggregation is for, every warp-aggregated path and the default.
+TEST_F(GpuTest, GridImageFitTiledSamplesMatchCpuWithWarpAggregation) {
+    const json config = {{"otype", "HashGrid"},         {"n_levels", 16},          {"n_features_per_level", 2},
+                         {"log2_hashmap_size", 15},     {"base_resolution", 16},   {"per_level_scale", 1.5}};
+    const Matrix<float> in = coherent_inputs(1u << 18, 2, Coherence::TiledStrata, 51);
+    for (const GridKernelCase& kernel_case : coherent_cases()) {
+        SCOPED_TRACE(kernel_case.name);
+        GpuEncodingPair enc = create_gpu_encoding(2, config, "encoding", with_grid_kernels(kernel_case.options));
+        const std::vector<float> params = random_vector(enc.cpu->n_params(), 52, -1.f, 1.f);
+        const DeviceBuffer<float> d_params = upload(params);
+        enc.gpu->set_params(d_params.data(), stream_);
+        expect_encoding_matches_cpu_on(*enc.cpu, *enc.gpu, rounded_to_half(params), in, 53, stream_);
     }
 }
 
@@ -572,6 +746,10 @@ TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
     ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_smem_bytes=0,forward_level_group=2", 1), 0);
     GpuEncodingPair enc = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_EQ(as_grid(*enc.gpu).gradient_smem_bytes(), 0u);
+    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate=1,gradient_warp_aggregate_shared=1", 1), 0);
+    GpuEncodingPair aggregated = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
+    EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate);
+    EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate_shared);
     ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "no_such_knob=1", 1), 0);
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
     unsetenv("FUSEDNGP_GRID_KERNELS");

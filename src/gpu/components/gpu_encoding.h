@@ -76,6 +76,17 @@ struct GridKernelOptions {
     // are read with one 16-byte load where both rows sit in one aligned
     // chunk of the level's table (the forward is bound by L2 requests).
     bool forward_chunk_loads = true;
+    // Global-atomic levels: lanes of a warp that add to the same row (pair)
+    // sum first (__match_any_sync on the row's address, a shuffle reduction),
+    // and one lane adds the sum: one atomic per distinct row per warp instead
+    // of one per sample. Pays where a warp's samples are close together
+    // (SampleOrder::Tiled: each warp an 8 x 4 tile of strata); with
+    // interleaved levels each warp then takes 32 consecutive samples of one
+    // level. Not yet measured on a GPU: off by default.
+    bool gradient_warp_aggregate = false;
+    // Shared-memory levels: the same before the shared-memory atomics (CAS
+    // loops on sm_90, which serialise when a warp's samples share a row).
+    bool gradient_warp_aggregate_shared = false;
 };
 
 struct GpuEncodingOptions {

@@ -35,8 +35,8 @@ public:
     // while a launch of this encoding may be captured.
     void set_kernel_options(const GridKernelOptions& options);
     // What the kernels get (kernels/components/launch_grid.h, private to the
-    // library and its bench): levels on the device and the host, the resolved
-    // kernel options.
+    // library, its bench and its tests): levels on the device and the host,
+    // the resolved kernel options.
     GridShape shape() const;
     // The resolved GridKernelOptions::gradient_smem_bytes: levels whose fp32
     // table (rows * F * 4 bytes) fits take the shared-memory gradient path.
