@@ -11,3 +11,13 @@ cd "$ROOT" || exit 1
 BUILD="$ROOT/build-gpu"
 T0=$(date +%s)
 note() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/summary.txt"; }
+# build_only "NINJA TARGETS" [SECONDS]: scripts/gpu-check as a build step only
+# (no tests, sanitizers or benchmarks) into $GC (set it first); its summary
+# and any warning lines are appended to $OUT/summary.txt.
+build_only() {
+  NINJA_TARGETS="$1" TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=none \
+  SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= timeout "${2:-150}" scripts/gpu-check "$GC" > /dev/null 2>&1
+  note "gpu-check (build): exit $?"
+  cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
+  grep -E "warning" "$GC/build.log" | head -20 >> "$OUT/summary.txt"
+}
