@@ -61,14 +61,21 @@ struct AdamGroupEntry {
 constexpr int kMaxFusedAdamGroups = 8;  // a kernel argument: kept well under 4 KB
 struct AdamGroupTable {
     unsigned int n_groups = 0;
-    unsigned int n_blocks = 0;  // the grid (at least 1: the last block advances the counter)
+    // Virtual blocks (256 rows each), taken grid-stride by
+    // min(n_blocks, max_grid) real ones (at least 1: the last block to read
+    // the counter advances it). max_grid 0: no cap.
+    unsigned int n_blocks = 0;
+    unsigned int max_grid = 0;
     AdamGroupEntry groups[kMaxFusedAdamGroups];
 };
 // Blocks of the fused update's rows (kernels/components/component_device.cuh's block size).
 unsigned int adam_fused_blocks_for_rows(size_t n_rows);
+// One wave of the fused kernel's blocks on the current device (occupancy
+// query: call outside stream capture, e.g. at allocate()).
+unsigned int adam_fused_resident_blocks();
 
 // Bit for bit launch_adam_begin_step followed by launch_adam_update per
-// group (same double scalars, same float expressions): each block's thread 0
+// group (same double scalars, same float expressions): each real block's thread 0
 // derives step_size from the counter's step s and learning rate (t = s + 1)
 // while the block's threads read their gradient rows; the last block to
 // finish reading (an atomic count in the counters) writes step = s + 1 and

@@ -10,6 +10,8 @@
 #include "component_device.cuh"
 #include "launch_optimizers.h"
 
+#include <algorithm>
+
 namespace fusedngp::gpu {
 
 namespace {
@@ -104,13 +106,40 @@ __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counter
                     MlpFragmentTargets{});
 }
 
-// The fused update (launch_adam_fused_update): one launch for every group.
-// Thread 0 of each block reads the counter and computes the step size while
-// the other threads check their rows' gradients (the loads overlap the double
+// Row `threadIdx.x` of virtual block `vb` of the fused update's table: its
+// group and element range; false where the thread has no row there.
+__device__ inline bool fused_row(const AdamGroupTable& table, unsigned int vb, unsigned int* gi, size_t* begin,
+                                 size_t* end) {
+    unsigned int g = 0;
+    while (g + 1 < table.n_groups && vb >= table.groups[g + 1].first_block) ++g;
+    if (g >= table.n_groups || vb < table.groups[g].first_block) return false;
+    const AdamGroupEntry& e = table.groups[g];
+    const size_t n_rows = (e.size + e.row_size - 1) / e.row_size;
+    const size_t row = (size_t)(vb - e.first_block) * blockDim.x + threadIdx.x;
+    if (row >= n_rows) return false;
+    *gi = g;
+    *begin = e.offset + row * e.row_size;
+    *end = *begin + e.row_size < e.offset + e.size ? *begin + e.row_size : e.offset + e.size;
+    return true;
+}
+
+// Whether the thread updates its row of virtual block `vb` (a row with an
+// all-zero gradient is skipped where its group skips rows).
+__device__ inline bool fused_row_to_update(const AdamGroupTable& table, const float* grads, unsigned int vb,
+                                           unsigned int* gi, size_t* begin, size_t* end) {
+    if (vb >= table.n_blocks || !fused_row(table, vb, gi, begin, end)) return false;
+    return !(table.groups[*gi].skip_zero_rows && all_zero(grads + *begin, *end - *begin));
+}
+
+// The fused update (launch_adam_fused_update): one launch for every group,
+// the table's virtual blocks taken grid-stride by at most one wave of real
+// blocks, so the step size (double pow) is computed once per resident block,
+// not once per 256 rows (a 2^24-row table has ~65 k virtual blocks). Thread 0
+// of each block reads the counter and computes it while the other threads
+// check their first rows' gradients (the loads overlap the double
 // arithmetic); after the block's barrier, the count of blocks that have read
-// the counter decides which block advances it.
-// `table` is __grid_constant__: indexed by a run-time group number without a
-// per-thread copy of the whole table.
+// the counter decides which block advances it. `table` is __grid_constant__:
+// indexed by a run-time group number without a per-thread copy.
 __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConstants k, LearningRateSchedule schedule,
                                          const __grid_constant__ AdamGroupTable table, float* __restrict__ params,
                                          const float* grads, float* __restrict__ m, float* __restrict__ v) {
@@ -121,24 +150,20 @@ __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConsta
         s_step = c.step;
         s_step_size = adam_step_size(c, k, schedule);
     }
-    unsigned int gi = 0;
-    while (gi + 1 < table.n_groups && blockIdx.x >= table.groups[gi + 1].first_block) ++gi;
+    unsigned int vb = blockIdx.x, gi = 0;
     size_t begin = 0, end = 0;
-    bool update = false;
-    if (gi < table.n_groups) {
-        const AdamGroupEntry& g = table.groups[gi];
-        const size_t n_rows = (g.size + g.row_size - 1) / g.row_size;
-        const size_t row = (size_t)(blockIdx.x - g.first_block) * blockDim.x + threadIdx.x;
-        if (blockIdx.x >= g.first_block && row < n_rows) {
-            begin = g.offset + row * g.row_size;
-            end = begin + g.row_size < g.offset + g.size ? begin + g.row_size : g.offset + g.size;
-            update = !(g.skip_zero_rows && all_zero(grads + begin, end - begin));
-        }
-    }
+    bool update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
     __syncthreads();
-    if (update) {
-        const AdamGroupEntry& g = table.groups[gi];
-        adam_update_row(s_step_size, k, g.l2_reg, params, grads, m, v, g.offset, begin, end, g.outputs, g.fragments);
+    const float step_size = s_step_size;
+    for (;;) {
+        if (update) {
+            const AdamGroupEntry& g = table.groups[gi];
+            adam_update_row(step_size, k, g.l2_reg, params, grads, m, v, g.offset, begin, end, g.outputs,
+                            g.fragments);
+        }
+        vb += gridDim.x;
+        if (vb >= table.n_blocks) break;
+        update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
     }
     if (threadIdx.x == 0) {
         // Ordered after this block's read of the counter (above, same thread).
@@ -215,6 +240,16 @@ void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& 
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 
+unsigned int adam_fused_resident_blocks() {
+    // 40 registers: 6 blocks of 256 threads per SM on sm_90.
+    int device = 0, sms = 0, per_sm = 0;
+    FUSEDNGP_GPU_CHECK(cudaGetDevice(&device));
+    FUSEDNGP_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    FUSEDNGP_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_fused_update_kernel,
+                                                                     (int)kThreadsPerBlock, 0));
+    return (unsigned int)std::max(sms, 1) * (unsigned int)std::max(per_sm, 1);
+}
+
 unsigned int adam_fused_blocks_for_rows(size_t n_rows) {
     return (unsigned int)((n_rows + kThreadsPerBlock - 1) / kThreadsPerBlock);
 }
@@ -222,7 +257,8 @@ unsigned int adam_fused_blocks_for_rows(size_t n_rows) {
 void launch_adam_fused_update(OptimizerCounters* counters, const AdamConstants& constants,
                               const LearningRateSchedule& schedule, const AdamGroupTable& table, float* params,
                               const float* grads, float* first_moment, float* second_moment, cudaStream_t stream) {
-    const unsigned int blocks = table.n_blocks > 0 ? table.n_blocks : 1;
+    const unsigned int wave = table.max_grid > 0 ? table.max_grid : table.n_blocks;
+    const unsigned int blocks = std::max(1u, std::min(table.n_blocks, wave));
     adam_fused_update_kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(counters, constants, schedule, table, params,
                                                                      grads, first_moment, second_moment);
     FUSEDNGP_GPU_CHECK_LAUNCH();

@@ -1073,8 +1073,10 @@ TEST_P(GpuOptimizerTest, FusedUpdateEqualsPerGroupLaunches) {
     }
 }
 
-// The step counter over many steps and a multi-wave grid (~1200 blocks):
-// the fused update advances it exactly once per launch and computes the same
+// The step counter over many steps and ~1190 virtual blocks (more than one
+// wave of real ones: 792 on the H200, so some blocks take two; the
+// grid-stride loop): the fused update advances it exactly once per launch
+// and computes the same
 // step size sequence (learning rate under a schedule, bias corrections) as
 // the one-thread begin-step kernel, also when captured once and replayed.
 TEST_F(GpuTest, FusedUpdateStepSizeSequence) {

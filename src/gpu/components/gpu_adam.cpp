@@ -42,6 +42,7 @@ void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t strea
     first_moment_.fill_bytes(0, stream);
     second_moment_.fill_bytes(0, stream);
     set_step_count(0, stream);
+    resident_blocks_ = adam_fused_resident_blocks();  // a device query: not while capturing
 }
 
 bool GpuAdam::skips_rows_of(const ParamGroup& group) const {
@@ -71,6 +72,7 @@ void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
 
 void GpuAdam::step_fused(float* d_params, const float* d_grads, cudaStream_t stream) {
     AdamGroupTable table;
+    table.max_grid = resident_blocks_;
     for (const ParamGroup& group : groups_) {
         if (group.size == 0) continue;
         AdamGroupEntry& e = table.groups[table.n_groups++];

@@ -34,6 +34,7 @@ private:
     std::string sparse_group_;
     __half* half_mirror_ = nullptr;
     bool fused_;
+    unsigned int resident_blocks_ = 0;  // one wave of the fused kernel (allocate)
     std::string fragment_group_;
     MlpFragmentTargets fragments_;
 
