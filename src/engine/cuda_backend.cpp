@@ -71,11 +71,15 @@ std::string describe_graph_node(cudaGraphNode_t node) {
     switch (type) {
     case cudaGraphNodeTypeKernel: {
         cudaKernelNodeParams p{};
-        const char* name = nullptr;
-        if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || cudaFuncGetName(&name, p.func) != cudaSuccess ||
-            name == nullptr) {
+        if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess) {
             (void)cudaGetLastError();
             return "kernel";
+        }
+        // The (mangled) name where the runtime can tell it for a captured node.
+        const char* name = nullptr;
+        if (cudaFuncGetName(&name, p.func) != cudaSuccess || name == nullptr) {
+            (void)cudaGetLastError();
+            name = "(unnamed)";
         }
         return "kernel " + std::string(name) + " grid " + std::to_string(p.gridDim.x) + " x " +
                std::to_string(p.blockDim.x);
