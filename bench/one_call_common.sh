@@ -18,7 +18,7 @@ passed() { grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test' "$1" | tr '\n' 
 # the exit and adds gpu-check's summary and any warning lines to summary.txt.
 build_only() {
   NINJA_TARGETS="$1" TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SANITIZE_TOOLS=none \
-    SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= timeout "$2" scripts/gpu-check "$GC" > /dev/null 2>&1
+    SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= timeout "${2:-150}" scripts/gpu-check "$GC" > /dev/null 2>&1
   note "gpu-check (build): exit $?"
   cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
   grep -E "warning" "$GC/build.log" | head -20 >> "$OUT/summary.txt"

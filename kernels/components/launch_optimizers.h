@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gpu/components/optimizer_state.h"
+#include "gpu/mlp_fragment_slots.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -41,6 +42,48 @@ struct SparseRowOutputs {
 void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
                         const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
                         size_t row_size, bool skip_zero_rows, const SparseRowOutputs& outputs, cudaStream_t stream);
+
+// The fused Adam update: every group of a leaf optimizer in one launch, the
+// begin-step work folded in. One entry per group with rows (groups of size 0
+// are left out); blocks [first_block, next group's first_block) update it.
+struct AdamGroupEntry {
+    size_t offset = 0, size = 0, row_size = 1;
+    unsigned int first_block = 0;
+    float l2_reg = 0;
+    bool skip_zero_rows = false;
+    SparseRowOutputs outputs;
+    // Non-null master: each updated weight p (from the group's offset) is
+    // also written to master[p] and, as __float2half_rn, to its two
+    // fragment slots (mlp_fragment_slots), i.e. what FusedMlp's
+    // set_params_device would write for it.
+    MlpFragmentTargets fragments;
+};
+constexpr int kMaxFusedAdamGroups = 8;  // a kernel argument: kept well under 4 KB
+struct AdamGroupTable {
+    unsigned int n_groups = 0;
+    // Virtual blocks (256 rows each), taken grid-stride by
+    // min(n_blocks, max_grid) real ones (at least 1: the last block to read
+    // the counter advances it). max_grid 0: no cap.
+    unsigned int n_blocks = 0;
+    unsigned int max_grid = 0;
+    AdamGroupEntry groups[kMaxFusedAdamGroups];
+};
+// Blocks of the fused update's rows (kernels/components/component_device.cuh's block size).
+unsigned int adam_fused_blocks_for_rows(size_t n_rows);
+// One wave of the fused kernel's blocks on the current device (occupancy
+// query: call outside stream capture, e.g. at allocate()).
+unsigned int adam_fused_resident_blocks();
+
+// Bit for bit launch_adam_begin_step followed by launch_adam_update per
+// group (same double scalars, same float expressions): each real block's thread 0
+// derives step_size from the counter's step s and learning rate (t = s + 1)
+// while the block's threads read their gradient rows; the last block to
+// finish reading (an atomic count in the counters) writes step = s + 1 and
+// step_size, and resets the count, so the next launch in stream order sees
+// the advanced counter. set_step / set_learning_rate are unchanged.
+void launch_adam_fused_update(OptimizerCounters* counters, const AdamConstants& constants,
+                              const LearningRateSchedule& schedule, const AdamGroupTable& table, float* params,
+                              const float* grads, float* first_moment, float* second_moment, cudaStream_t stream);
 
 // ++step; step_size = (float)(learning_rate * schedule(step before the increment)).
 void launch_sgd_begin_step(OptimizerCounters* counters, const LearningRateSchedule& schedule, cudaStream_t stream);

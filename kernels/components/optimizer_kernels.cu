@@ -10,6 +10,8 @@
 #include "component_device.cuh"
 #include "launch_optimizers.h"
 
+#include <algorithm>
+
 namespace fusedngp::gpu {
 
 namespace {
@@ -32,12 +34,20 @@ __global__ void set_learning_rate_kernel(OptimizerCounters* counters, double lea
     counters->learning_rate = learning_rate;
 }
 
+// The step size of the update after `c.step` completed steps (t = c.step + 1):
+// shared by the one-thread begin-step kernel and the fused update, so both
+// round the same double expression.
+__device__ inline float adam_step_size(const OptimizerCounters& c, const AdamConstants& k,
+                                       const LearningRateSchedule& schedule) {
+    const double lr = scheduled_learning_rate(c, schedule);
+    const double t = (double)(c.step + 1);
+    return (float)(lr * sqrt(1.0 - pow(k.beta2_d, t)) / (1.0 - pow(k.beta1_d, t)));
+}
+
 __global__ void adam_begin_step_kernel(OptimizerCounters* counters, AdamConstants k, LearningRateSchedule schedule) {
     OptimizerCounters c = *counters;
-    const double lr = scheduled_learning_rate(c, schedule);
+    c.step_size = adam_step_size(c, k, schedule);
     c.step += 1;
-    const double t = (double)c.step;
-    c.step_size = (float)(lr * sqrt(1.0 - pow(k.beta2_d, t)) / (1.0 - pow(k.beta1_d, t)));
     *counters = c;
 }
 
@@ -46,6 +56,39 @@ __device__ inline bool all_zero(const float* values, size_t count) {
         if (values[i] != 0.f) return false;
     }
     return true;
+}
+
+// One Adam row [begin, end) of a group starting at `offset`: the CPU's
+// per-element expressions (src/optimizers/adam.cpp), in this order, for both
+// the per-group kernel and the fused one. `grads` is not __restrict__:
+// outputs.clear_grads may be the same array.
+__device__ inline void adam_update_row(float step_size, const AdamConstants& k, float l2_reg,
+                                       float* __restrict__ params, const float* grads, float* __restrict__ m,
+                                       float* __restrict__ v, size_t offset, size_t begin, size_t end,
+                                       const SparseRowOutputs& outputs, const MlpFragmentTargets& fragments) {
+    for (size_t i = begin; i < end; ++i) {
+        const float g = grads[i] + l2_reg * params[i];
+        const float mi = k.beta1 * m[i] + k.one_minus_beta1 * g;
+        const float vi = k.beta2 * v[i] + k.one_minus_beta2 * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        const float w = params[i] - step_size * mi / (sqrtf(vi) + k.epsilon);
+        params[i] = w;
+        if (outputs.half_mirror) outputs.half_mirror[i - offset] = __float2half_rn(w);
+        if (fragments.master) {
+            // FusedMlp::set_params_device's copy and conversion, for this weight.
+            const size_t p = i - offset;
+            fragments.master[p] = w;
+            const unsigned short h = __half_as_ushort(__float2half_rn(w));
+            const MlpFragmentSlots slots = mlp_fragment_slots(fragments.shape, p);
+            fragments.w_fwd[slots.fwd] = h;
+            fragments.w_bwd[slots.bwd] = h;
+        }
+    }
+    // After the loop: `grads` may alias clear_grads (it is the same array).
+    if (outputs.clear_grads) {
+        for (size_t i = begin; i < end; ++i) outputs.clear_grads[i] = 0.f;
+    }
 }
 
 // `grads` is not __restrict__: outputs.clear_grads may be the same array.
@@ -59,20 +102,80 @@ __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counter
     const size_t begin = offset + row * row_size;
     const size_t end = begin + row_size < offset + size ? begin + row_size : offset + size;
     if (skip_zero_rows && all_zero(grads + begin, end - begin)) return;
-    const float step_size = counters->step_size;
-    for (size_t i = begin; i < end; ++i) {
-        const float g = grads[i] + k.l2_reg * params[i];
-        const float mi = k.beta1 * m[i] + k.one_minus_beta1 * g;
-        const float vi = k.beta2 * v[i] + k.one_minus_beta2 * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        const float w = params[i] - step_size * mi / (sqrtf(vi) + k.epsilon);
-        params[i] = w;
-        if (outputs.half_mirror) outputs.half_mirror[i - offset] = __float2half_rn(w);
+    adam_update_row(counters->step_size, k, k.l2_reg, params, grads, m, v, offset, begin, end, outputs,
+                    MlpFragmentTargets{});
+}
+
+// Row `threadIdx.x` of virtual block `vb` of the fused update's table: its
+// group and element range; false where the thread has no row there.
+__device__ inline bool fused_row(const AdamGroupTable& table, unsigned int vb, unsigned int* gi, size_t* begin,
+                                 size_t* end) {
+    unsigned int g = 0;
+    while (g + 1 < table.n_groups && vb >= table.groups[g + 1].first_block) ++g;
+    if (g >= table.n_groups || vb < table.groups[g].first_block) return false;
+    const AdamGroupEntry& e = table.groups[g];
+    const size_t n_rows = (e.size + e.row_size - 1) / e.row_size;
+    const size_t row = (size_t)(vb - e.first_block) * blockDim.x + threadIdx.x;
+    if (row >= n_rows) return false;
+    *gi = g;
+    *begin = e.offset + row * e.row_size;
+    *end = *begin + e.row_size < e.offset + e.size ? *begin + e.row_size : e.offset + e.size;
+    return true;
+}
+
+// Whether the thread updates its row of virtual block `vb` (a row with an
+// all-zero gradient is skipped where its group skips rows).
+__device__ inline bool fused_row_to_update(const AdamGroupTable& table, const float* grads, unsigned int vb,
+                                           unsigned int* gi, size_t* begin, size_t* end) {
+    if (vb >= table.n_blocks || !fused_row(table, vb, gi, begin, end)) return false;
+    return !(table.groups[*gi].skip_zero_rows && all_zero(grads + *begin, *end - *begin));
+}
+
+// The fused update (launch_adam_fused_update): one launch for every group,
+// the table's virtual blocks taken grid-stride by at most one wave of real
+// blocks, so the step size (double pow) is computed once per resident block,
+// not once per 256 rows (a 2^24-row table has ~65 k virtual blocks). Thread 0
+// of each block reads the counter and computes it while the other threads
+// check their first rows' gradients (the loads overlap the double
+// arithmetic); after the block's barrier, the count of blocks that have read
+// the counter decides which block advances it. `table` is __grid_constant__:
+// indexed by a run-time group number without a per-thread copy.
+__global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConstants k, LearningRateSchedule schedule,
+                                         const __grid_constant__ AdamGroupTable table, float* __restrict__ params,
+                                         const float* grads, float* __restrict__ m, float* __restrict__ v) {
+    __shared__ float s_step_size;
+    __shared__ unsigned long long s_step;
+    if (threadIdx.x == 0) {
+        const OptimizerCounters c = *counters;
+        s_step = c.step;
+        s_step_size = adam_step_size(c, k, schedule);
     }
-    // After the loop: `grads` may alias clear_grads (it is the same array).
-    if (outputs.clear_grads) {
-        for (size_t i = begin; i < end; ++i) outputs.clear_grads[i] = 0.f;
+    unsigned int vb = blockIdx.x, gi = 0;
+    size_t begin = 0, end = 0;
+    bool update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
+    __syncthreads();
+    const float step_size = s_step_size;
+    for (;;) {
+        if (update) {
+            const AdamGroupEntry& g = table.groups[gi];
+            adam_update_row(step_size, k, g.l2_reg, params, grads, m, v, g.offset, begin, end, g.outputs,
+                            g.fragments);
+        }
+        vb += gridDim.x;
+        if (vb >= table.n_blocks) break;
+        update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
+    }
+    if (threadIdx.x == 0) {
+        // Ordered after this block's read of the counter (above, same thread).
+        __threadfence();
+        const unsigned int done = atomicAdd(&counters->blocks_done, 1u);
+        if (done == gridDim.x - 1) {
+            // Every block has read step: advance it for the next launch.
+            __threadfence();
+            counters->step = s_step + 1;
+            counters->step_size = s_step_size;
+            counters->blocks_done = 0;
+        }
     }
 }
 
@@ -134,6 +237,30 @@ void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& 
     adam_update_kernel<<<blocks_for(n_rows), kThreadsPerBlock, 0, stream>>>(
         counters, constants, params, grads, first_moment, second_moment, offset, size, row_size, skip_zero_rows,
         outputs);
+    FUSEDNGP_GPU_CHECK_LAUNCH();
+}
+
+unsigned int adam_fused_resident_blocks() {
+    // 40 registers: 6 blocks of 256 threads per SM on sm_90.
+    int device = 0, sms = 0, per_sm = 0;
+    FUSEDNGP_GPU_CHECK(cudaGetDevice(&device));
+    FUSEDNGP_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    FUSEDNGP_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam_fused_update_kernel,
+                                                                     (int)kThreadsPerBlock, 0));
+    return (unsigned int)std::max(sms, 1) * (unsigned int)std::max(per_sm, 1);
+}
+
+unsigned int adam_fused_blocks_for_rows(size_t n_rows) {
+    return (unsigned int)((n_rows + kThreadsPerBlock - 1) / kThreadsPerBlock);
+}
+
+void launch_adam_fused_update(OptimizerCounters* counters, const AdamConstants& constants,
+                              const LearningRateSchedule& schedule, const AdamGroupTable& table, float* params,
+                              const float* grads, float* first_moment, float* second_moment, cudaStream_t stream) {
+    const unsigned int wave = table.max_grid > 0 ? table.max_grid : table.n_blocks;
+    const unsigned int blocks = std::max(1u, std::min(table.n_blocks, wave));
+    adam_fused_update_kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(counters, constants, schedule, table, params,
+                                                                     grads, first_moment, second_moment);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

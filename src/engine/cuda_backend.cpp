@@ -56,9 +56,70 @@ bool fused_loss_kind(const std::string& otype, gpu::LossKind* kind) {
     return true;
 }
 
-bool env_unfused_step() {
-    const char* v = std::getenv("FUSEDNGP_UNFUSED_STEP");
+bool env_is_one(const char* name) {
+    const char* v = std::getenv(name);
     return v != nullptr && std::string(v) == "1";
+}
+
+// One line for a node of the update graph (update_graph_nodes).
+std::string describe_graph_node(cudaGraphNode_t node) {
+    cudaGraphNodeType type{};
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return "unknown";
+    }
+    switch (type) {
+    case cudaGraphNodeTypeKernel: {
+        cudaKernelNodeParams p{};
+        if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return "kernel";
+        }
+        // The (mangled) name where the runtime can tell it for a captured node.
+        const char* name = nullptr;
+        if (cudaFuncGetName(&name, p.func) != cudaSuccess || name == nullptr) {
+            (void)cudaGetLastError();
+            name = "(unnamed)";
+        }
+        return "kernel " + std::string(name) + " grid " + std::to_string(p.gridDim.x) + " x " +
+               std::to_string(p.blockDim.x);
+    }
+    case cudaGraphNodeTypeMemcpy: return "memcpy";
+    case cudaGraphNodeTypeMemset: return "memset";
+    case cudaGraphNodeTypeConditional: return "conditional";
+    default: return "node type " + std::to_string((int)type);
+    }
+}
+
+// The graph's nodes in a topological order (Kahn's algorithm over its edges).
+std::vector<cudaGraphNode_t> graph_nodes_in_order(cudaGraph_t graph) {
+    size_t n = 0, n_edges = 0;
+    FUSEDNGP_GPU_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (n > 0) FUSEDNGP_GPU_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+    FUSEDNGP_GPU_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n_edges));
+    std::vector<cudaGraphNode_t> from(n_edges), to(n_edges);
+    if (n_edges > 0) FUSEDNGP_GPU_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), nullptr, &n_edges));
+    std::vector<cudaGraphNode_t> order;
+    std::vector<bool> placed(n, false);
+    while (order.size() < n) {
+        const size_t before = order.size();
+        for (size_t i = 0; i < n; ++i) {
+            if (placed[i]) continue;
+            bool ready = true;
+            for (size_t e = 0; e < n_edges && ready; ++e) {
+                if (to[e] != nodes[i]) continue;
+                const auto it = std::find(nodes.begin(), nodes.end(), from[e]);
+                ready = it == nodes.end() || placed[(size_t)(it - nodes.begin())];
+            }
+            if (ready) {
+                placed[i] = true;
+                order.push_back(nodes[i]);
+            }
+        }
+        if (order.size() == before) break;  // not a DAG: cannot happen
+    }
+    return order;
 }
 
 // network.otype -> kernel. MLP and CPU (accepted by the CPU engine) mean
@@ -110,7 +171,8 @@ std::string cuda_device_description() {
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
     : config_(config), seed_(seed), scaling_(scaling),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
-      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_unfused_step()) {
+      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_is_one("FUSEDNGP_UNFUSED_STEP")),
+      fused_update_enabled_(!env_is_one("FUSEDNGP_UNFUSED_UPDATE")) {
     if (!cuda_device_available()) {
         throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
     }
@@ -248,6 +310,7 @@ void CudaBackend::choose_kernel_by_timing(uint32_t batch) {
 // plain launches, with a one-line notice.
 void CudaBackend::rebuild_update_graph() {
     destroy_update_graph();
+    configure_update_outputs();
     try {
         build_update_graph();
     } catch (const std::exception& e) {
@@ -262,6 +325,43 @@ void CudaBackend::destroy_update_graph() {
     if (update_graph_) cudaGraphDestroy(update_graph_);
     update_graph_exec_ = nullptr;
     update_graph_ = nullptr;
+    update_body_ = nullptr;
+}
+
+// The update path (set_fused_update): the optimizer's launch shape, and
+// whether it writes the FusedMlp's master and fp16 fragments itself. The
+// MLP's buffers hold the current weights here (every path refreshes them
+// after each step, and install_mlp / the constructor convert first), as
+// set_fragment_outputs requires.
+void CudaBackend::configure_update_outputs() {
+    optimizer_->set_fused_update(fused_update_enabled_);
+    optimizer_->set_fragment_outputs("network", nullptr);
+    mlp_refresh_in_update_ = false;
+    auto* fused = dynamic_cast<gpu::FusedMlp*>(mlp_.get());
+    if (fused_update_enabled_ && fused != nullptr && n_network_params() > 0) {
+        const gpu::MlpFragmentTargets targets = fused->fragment_targets();
+        mlp_refresh_in_update_ = optimizer_->set_fragment_outputs("network", &targets);
+    }
+}
+
+void CudaBackend::set_fused_update(bool on) {
+    synchronize();
+    fused_update_enabled_ = on;
+    rebuild_update_graph();
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+std::vector<std::string> CudaBackend::update_graph_nodes() const {
+    std::vector<std::string> lines;
+    if (!update_graph_) return lines;
+    for (cudaGraphNode_t node : graph_nodes_in_order(update_graph_)) {
+        lines.push_back(describe_graph_node(node));
+        if (lines.back() == "conditional" && update_body_) {
+            for (cudaGraphNode_t b : graph_nodes_in_order(update_body_)) lines.push_back("  " + describe_graph_node(b));
+        }
+    }
+    if (sparse_encoding_updates_) lines.push_back("after: kernel zero_if_flagged");
+    return lines;
 }
 
 // Asks the optimizer for sparse encoding updates (`on`) or the dense path;
@@ -289,11 +389,9 @@ bool CudaBackend::set_sparse_encoding_updates(bool on) {
 // After an optimizer step: the sparse path has refreshed the encoding's fp16
 // rows itself, so only the network's copy is rebuilt.
 void CudaBackend::refresh_after_update() {
-    if (sparse_encoding_updates_) {
-        mlp_->set_params_device(params_.data() + n_encoding_params(), stream_);
-    } else {
-        refresh_component_params(params_.data());
-    }
+    if (!sparse_encoding_updates_ && n_encoding_params() > 0) encoding_->set_params(params_.data(), stream_);
+    // The fused update wrote the FusedMlp's master and fragments itself.
+    if (!mlp_refresh_in_update_) mlp_->set_params_device(params_.data() + n_encoding_params(), stream_);
 }
 
 void CudaBackend::refresh_component_params(const float* d_params) {
@@ -341,6 +439,7 @@ void CudaBackend::build_update_graph() {
     cudaGraphNode_t cond_node;
     FUSEDNGP_GPU_CHECK(cudaGraphAddNode(&cond_node, graph, nodes.data(), nullptr, n_nodes, &cond));
     cudaGraph_t body = cond.conditional.phGraph_out[0];
+    update_body_ = body;
     capture_into(body, [&] {
         optimizer_->step(params_.data(), grads_.data(), stream_);
         refresh_after_update();

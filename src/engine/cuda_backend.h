@@ -112,6 +112,25 @@ public:
     // it now.
     void set_fused_step(bool on) { fused_step_enabled_ = on; }
     bool fused_step_active() const;
+    // The update's launches (docs/CUDA_BACKEND.md, "Update graph"): on (the
+    // default unless the environment sets FUSEDNGP_UNFUSED_UPDATE=1), Adam
+    // updates every group in one launch and, with a FusedMlp, writes the
+    // network's fp32 master and fp16 fragments itself
+    // (GpuOptimizer::set_fragment_outputs); off, the launches before it
+    // (begin-step kernel, one update per group, then the MLP's copy and
+    // conversion), for A/B. Same results bit for bit. Rebuilds the update
+    // graph; synchronizes.
+    void set_fused_update(bool on);
+    bool fused_update() const { return fused_update_enabled_; }
+    // Whether the update writes the MLP's fp16 weights itself now.
+    bool mlp_refresh_in_update() const { return mlp_refresh_in_update_; }
+    // The update graph's nodes, one line each ("kernel <name>", "memcpy",
+    // "conditional", body nodes indented by two spaces), in topological
+    // order; then the launches enqueue_update adds after the graph
+    // ("after: kernel zero_if_flagged"). Empty without a graph.
+    std::vector<std::string> update_graph_nodes() const;
+    // The MLP (tests: its fragment buffers).
+    gpu::GpuMlp& mlp() { return *mlp_; }
     // Auto's measurement, once made (batch 0 before).
     const gpu::KernelTiming& auto_timing() const { return auto_timing_; }
     // The GUI's display path: renders the model (inference parameters) at
@@ -153,6 +172,7 @@ private:
     gpu::FusedMlp* fused_step_mlp(gpu::LossKind* kind) const;
     void refresh_component_params(const float* d_params);
     void refresh_after_update();
+    void configure_update_outputs();
     void retire_slot(Slot& slot);
     float read_back(int slot_index);
 
@@ -182,6 +202,7 @@ private:
     // Skips the optimizer update on overflow (see exact_skip()).
     cudaGraph_t update_graph_ = nullptr;
     cudaGraphExec_t update_graph_exec_ = nullptr;
+    cudaGraph_t update_body_ = nullptr;  // the IF node's body (owned by update_graph_)
 
     std::array<Slot, kInFlight> slots_{};
     uint64_t step_ = 0;
@@ -190,6 +211,8 @@ private:
     float loss_scale_ = 128.f;
     bool sparse_encoding_updates_ = false;
     bool fused_step_enabled_ = true;
+    bool fused_update_enabled_ = true;
+    bool mlp_refresh_in_update_ = false;  // the optimizer writes the MLP's fp16 weights (set_fused_update)
     uint32_t clean_steps_ = 0;
     uint64_t skipped_steps_ = 0;
 

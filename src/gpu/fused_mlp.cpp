@@ -425,6 +425,20 @@ void FusedMlp::set_params_device(const float* d_params, cudaStream_t stream) {
                                                stream));
 }
 
+MlpFragmentTargets FusedMlp::fragment_targets() {
+    MlpFragmentTargets t;
+    t.master = master_.as<float>();
+    t.w_fwd = reinterpret_cast<uint16_t*>(w_fwd_.as<uint2>());
+    t.w_bwd = reinterpret_cast<uint16_t*>(w_bwd_.as<uint2>());
+    t.shape.n_in = shape_.n_in;
+    t.shape.n_in_pad = shape_.n_in_pad;
+    t.shape.width = shape_.width;
+    t.shape.n_hidden = shape_.n_hidden;
+    t.shape.n_out = shape_.n_out;
+    t.shape.n_out_pad = shape_.n_out_pad;
+    return t;
+}
+
 void FusedMlp::set_loss_scale(float scale) {
     if (!(scale > 0.f)) throw std::invalid_argument("FusedMlp: loss scale must be positive");
     loss_scale_ = scale;

@@ -25,6 +25,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/device_memory.h"
 #include "gpu/gpu_mlp.h"
+#include "gpu/mlp_fragment_slots.h"
 #include "fused_mlp_args.h"
 #include "fused_mlp_launch.h"
 #include "fused_mlp_warp_launch.h"
@@ -177,6 +178,12 @@ public:
     void set_params_device(const float* d_params, cudaStream_t stream) override;
     // The fp32 master copy on the device (n_params() floats).
     const float* params_device() const { return master_.as<float>(); }
+    // The fp32 master and the fp16 fragment buffers (w_fwd, w_bwd) with their
+    // layout, for an optimizer that writes each updated weight into them
+    // itself (GpuOptimizer::set_fragment_outputs) instead of a
+    // set_params_device after the step. Padding slots are never written
+    // there: they stay the zeros the conversion wrote.
+    MlpFragmentTargets fragment_targets();
 
     // dL/dout (or the L1/L2 gradient) is multiplied by this before it is
     // rounded to fp16, and the gradients are divided by it again in fp32, so

@@ -1,9 +1,11 @@
 // CudaBackend against the CPU reference backend on the same config and seed.
 // Every test that needs a device skips itself without one.
 #include "backends/cpu_backend.h"
+#include "config/config.h"
 #include "core/errors.h"
 #include "engine/cuda_backend.h"
 #include "engine/cuda_backend_kernels.h"
+#include "gpu/fused_mlp.h"
 #include "io/sampling.h"
 #include "io/image.h"
 #include "model/trainer.h"
@@ -16,9 +18,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -598,6 +603,212 @@ TEST(CudaBackend, NoDeviceMessage) {
     r.out = test::read_text(log);
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE((r.out + r.err).find("--backend cpu"), std::string::npos) << r.out << r.err;
+}
+
+// ---- the update graph: fused Adam update against the launches before it ----------
+// (CudaBackend::set_fused_update; docs/CUDA_BACKEND.md, "Update graph")
+
+json image_fit_config() { return load_config_file(std::string(FUSEDNGP_SOURCE_DIR) + "/configs/examples/image_fit_tcnn.json"); }
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// The FusedMlp's master and fp16 fragment buffers, downloaded.
+struct MlpBuffers {
+    std::vector<float> master;
+    std::vector<uint16_t> w_fwd, w_bwd;
+};
+
+MlpBuffers mlp_buffers(CudaBackend& backend) {
+    backend.synchronize();
+    auto& fused = dynamic_cast<gpu::FusedMlp&>(backend.mlp());
+    const gpu::MlpFragmentTargets t = fused.fragment_targets();
+    const size_t padded = gpu::fragment_padded_offset(t.shape, t.shape.n_hidden) + (size_t)t.shape.width * t.shape.n_out_pad;
+    MlpBuffers b;
+    b.master.resize(fused.n_params());
+    b.w_fwd.resize(padded);
+    b.w_bwd.resize(padded);
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(b.master.data(), t.master, b.master.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(b.w_fwd.data(), t.w_fwd, padded * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(b.w_bwd.data(), t.w_bwd, padded * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    return b;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string s;
+    for (const std::string& l : lines) s += l + "\n";
+    return s;
+}
+
+size_t count_containing(const std::vector<std::string>& lines, const std::string& what) {
+    size_t n = 0;
+    for (const std::string& l : lines) n += l.find(what) != std::string::npos;
+    return n;
+}
+
+// What the update runs, per path, for the image-fit config (and the shipped
+// EMA stack): printed for the docs' node count, checked for the shape.
+TEST(CudaBackend, UpdateGraphNodes) {
+    REQUIRE_DEVICE();
+    ImageTrainingData data(astronaut_crop(64));
+    for (const bool ema : {false, true}) {
+        json config = image_fit_config();
+        if (ema) config["optimizer"] = image_config()["optimizer"];
+        CudaBackend gpu(config, data, 1);
+        ASSERT_TRUE(gpu.sparse_encoding_updates());
+        if (!gpu.exact_skip()) GTEST_SKIP() << "no conditional graph on this device";
+        gpu.set_fused_update(false);
+        EXPECT_FALSE(gpu.mlp_refresh_in_update());
+        const std::vector<std::string> before = gpu.update_graph_nodes();
+        gpu.set_fused_update(true);
+        EXPECT_TRUE(gpu.mlp_refresh_in_update());
+        const std::vector<std::string> after = gpu.update_graph_nodes();
+        std::printf("update graph, %s, per-group launches (%zu lines):\n%s", ema ? "EMA stack" : "image-fit Adam",
+                    before.size(), joined(before).c_str());
+        std::printf("update graph, %s, fused update (%zu lines):\n%s", ema ? "EMA stack" : "image-fit Adam",
+                    after.size(), joined(after).c_str());
+        // Outer: the condition kernel and the IF node; body; the skip's clear after.
+        auto body_lines = [](const std::vector<std::string>& lines) {
+            return (size_t)std::count_if(lines.begin(), lines.end(),
+                                         [](const std::string& l) { return l.rfind("  ", 0) == 0; });
+        };
+        const size_t body_before = body_lines(before), body_after = body_lines(after);
+        // begin_step, update per group (encoding, network), MLP copy, conversion (+ EMA's two).
+        EXPECT_EQ(body_before, ema ? 7u : 5u) << joined(before);
+        EXPECT_EQ(body_after, ema ? 3u : 1u) << joined(after);
+        EXPECT_EQ(count_containing(after, "memcpy"), 0u) << joined(after);
+        EXPECT_EQ(count_containing(before, "  memcpy"), 1u) << joined(before);
+        EXPECT_EQ(count_containing(after, "conditional"), 1u) << joined(after);
+        EXPECT_EQ(after.size(), body_after + 3) << "condition kernel, IF node, zero_if_flagged: " << joined(after);
+        if (count_containing(after, "set_update_condition") == 1) {  // names known for captured nodes
+            EXPECT_EQ(count_containing(after, "adam_fused_update"), 1u) << joined(after);
+            EXPECT_EQ(count_containing(after, "convert_weights"), 0u) << joined(after);
+            EXPECT_EQ(count_containing(before, "convert_weights"), 1u) << joined(before);
+            EXPECT_EQ(count_containing(before, "adam_begin_step"), 1u) << joined(before);
+        } else {
+            std::printf("note: the runtime names no captured kernel; node counts only\n");
+        }
+    }
+    // CublasMLP: the update cannot write its weights; the refresh stays.
+    json cublas = image_fit_config();
+    cublas["network"]["otype"] = "CublasMLP";
+    CudaBackend gpu(cublas, data, 1);
+    EXPECT_TRUE(gpu.fused_update());
+    EXPECT_FALSE(gpu.mlp_refresh_in_update());
+}
+
+// The fused update against the launches before it, end to end: two backends
+// from the same seed, one per path, the same batches, an overflowing
+// (skipped) step in the middle: parameters, optimizer state, the encoding's
+// fp16 tables (through the inference output) and the MLP's master and fragment
+// buffers bit for bit after every step. Batches of 2 samples: a grid row then
+// sums at most two contributions, whose order cannot change the sum, so the
+// gradients are the same on both backends (larger batches differ by the
+// grid's atomics order, which is not what is tested here).
+TEST(CudaBackend, FusedUpdateMatchesPerGroupLaunchesBitForBit) {
+    REQUIRE_DEVICE();
+    ImageTrainingData data(astronaut_crop(64));
+    json ema = image_fit_config();
+    ema["optimizer"] = image_config()["optimizer"];
+    ema["optimizer"]["nested"]["decay_start"] = 2;
+    ema["optimizer"]["nested"]["decay_interval"] = 2;
+    json composite = image_fit_config();
+    composite["optimizer"] = json{{"otype", "Composite"},
+                                  {"groups",
+                                   {{"encoding", image_fit_config()["optimizer"]},
+                                    {"network", {{"otype", "Adam"}, {"learning_rate", 1e-3}, {"l2_reg", 1e-6}}}}}};
+    Matrix<float> probe, unused;
+    random_batch(1000, 3, 777, probe, unused);
+    for (const json& config : {image_fit_config(), ema, composite}) {
+        SCOPED_TRACE(config["optimizer"].dump());
+        CudaBackend fused(config, data, 3), per_group(config, data, 3);
+        fused.set_fused_update(true);
+        per_group.set_fused_update(false);
+        ASSERT_TRUE(fused.mlp_refresh_in_update());
+        ASSERT_FALSE(per_group.mlp_refresh_in_update());
+        for (uint64_t s = 1; s <= 8; ++s) {
+            SCOPED_TRACE("step " + std::to_string(s));
+            Matrix<float> in, target;
+            random_batch(2, 3, 100 + s, in, target);
+            const bool overflow = s == 4;
+            for (CudaBackend* b : {&fused, &per_group}) {
+                if (overflow) b->set_loss_scale(1e30f);
+                b->train_step_on(in, target);
+                if (overflow) b->set_loss_scale(128.f);
+            }
+            EXPECT_EQ(fused.skipped_steps(), overflow || s > 4 ? 1u : 0u);
+            EXPECT_EQ(per_group.skipped_steps(), fused.skipped_steps());
+            ASSERT_TRUE(same_bits(fused.params(), per_group.params())) << "params";
+            const TrainingState a = fused.save_state(), b = per_group.save_state();
+            ASSERT_EQ(a.optimizer_buffers.size(), b.optimizer_buffers.size());
+            for (size_t i = 0; i < a.optimizer_buffers.size(); ++i)
+                EXPECT_TRUE(same_bits(a.optimizer_buffers[i].second, b.optimizer_buffers[i].second))
+                    << a.optimizer_buffers[i].first;
+            const MlpBuffers ma = mlp_buffers(fused), mb = mlp_buffers(per_group);
+            EXPECT_TRUE(same_bits(ma.master, mb.master)) << "MLP master";
+            EXPECT_TRUE(same_bits(ma.w_fwd, mb.w_fwd)) << "w_fwd";
+            EXPECT_TRUE(same_bits(ma.w_bwd, mb.w_bwd)) << "w_bwd";
+            EXPECT_TRUE(same_bits(ma.master, std::vector<float>(a.params.end() - (long)ma.master.size(), a.params.end())))
+                << "the MLP's master is the network block";
+        }
+        // The fp16 grid tables and fragments the steps left, through inference
+        // (which reads both): equal outputs.
+        Matrix<float> out_a, out_b;
+        fused.inference(probe, out_a);
+        per_group.inference(probe, out_b);
+        EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), (size_t)out_a.size() * sizeof(float)), 0) << "inference";
+    }
+}
+
+// The fused update trains the image like the launches before it (larger
+// batches: equal up to the grid atomics' order, so PSNR, not bits).
+TEST(CudaBackend, FusedUpdateTrainsLikePerGroupLaunches) {
+    REQUIRE_DEVICE();
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    double psnr[2] = {0, 0};
+    for (const bool fused : {true, false}) {
+        CudaBackend gpu(image_fit_config(), data, 5);
+        gpu.set_fused_update(fused);
+        for (int s = 0; s < 200; ++s) gpu.train_step(1 << 14);
+        gpu.synchronize();
+        psnr[fused ? 0 : 1] = psnr_of(gpu, image);
+    }
+    std::printf("PSNR after 200 steps: fused update %.3f dB, per-group launches %.3f dB\n", psnr[0], psnr[1]);
+    EXPECT_NEAR(psnr[0], psnr[1], 0.3);
+}
+
+// The image-fit step's split per path (not a pass/fail test: the numbers for
+// docs/CUDA_BACKEND.md): median over 300 synchronised steps at batch 2^18 of
+// the events around the update (graph + zero_if_flagged), the paths
+// interleaved twice.
+TEST(CudaBackend, FusedUpdateSplitTiming) {
+    REQUIRE_DEVICE();
+    ImageTrainingData data(astronaut_crop(512));
+    CudaBackend gpu(image_fit_config(), data, 9);
+    for (int round = 0; round < 4; ++round) {
+        const bool fused = round % 2 == 0;
+        gpu.set_fused_update(fused);
+        std::vector<float> forward, backward, update;
+        for (int s = 0; s < 320; ++s) {
+            gpu.train_step(1u << 18);
+            gpu.synchronize();
+            const StepTimings t = gpu.last_timings();
+            if (s < 20) continue;  // warm-up
+            forward.push_back(t.forward_ms);
+            backward.push_back(t.backward_ms);
+            update.push_back(t.optimizer_ms);
+        }
+        auto median = [](std::vector<float> v) {
+            std::nth_element(v.begin(), v.begin() + (long)v.size() / 2, v.end());
+            return v[v.size() / 2];
+        };
+        std::printf("split %s: forward %.4f ms, backward %.4f ms, update %.4f ms (median of %zu steps)\n",
+                    fused ? "fused update      " : "per-group launches", median(forward), median(backward),
+                    median(update), update.size());
+    }
 }
 
 } // namespace

@@ -1165,6 +1165,215 @@ TEST_F(GpuTest, OptimizerStepReplaysFromCudaGraph) {
     cudaGraphDestroy(graph);
 }
 
+// ---- the fused Adam update against the per-group launches -------------------------
+// (GpuOptimizer::set_fused_update; docs/GPU_COMPONENTS.md, "Fused Adam update")
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+OptimizerCounters download_counters(const GpuOptimizer& opt) {
+    OptimizerCounters c;
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(&c, opt.device_counters(), sizeof(c), cudaMemcpyDeviceToHost));
+    return c;
+}
+
+std::vector<__half> download_halves(const __half* d, size_t n) {
+    std::vector<__half> h(n);
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(h.data(), d, n * sizeof(__half), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+// One GPU optimizer of a config on its own copy of the parameters, gradients
+// and (where it takes one) a sparse fp16 mirror of the encoding group.
+struct UpdatePathRun {
+    UpdatePathRun(const json& config, bool fused, const std::vector<ParamGroup>& groups, size_t extent,
+                  cudaStream_t stream)
+        : opt(create_gpu_optimizer(config)), params(extent), grads(extent), mirror(groups.front().size) {
+        opt->set_fused_update(fused);
+        opt->allocate(groups, stream);
+        const std::vector<float> p = random_vector(extent, 99, -1.f, 1.f);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(params.data(), p.data(), extent * sizeof(float), cudaMemcpyHostToDevice));
+        FUSEDNGP_GPU_CHECK(cudaMemset(mirror.data(), 0, mirror.size() * sizeof(__half)));
+        sparse = opt->set_sparse_group(groups.front().name, mirror.data());
+    }
+    std::unique_ptr<GpuOptimizer> opt;
+    DeviceBuffer<float> params, grads;
+    DeviceBuffer<__half> mirror;
+    bool sparse = false;
+};
+
+// Everything both runs expose, bit for bit.
+void expect_same_update_state(UpdatePathRun& fused, UpdatePathRun& per_group, size_t extent, cudaStream_t stream,
+                              const std::string& when) {
+    SCOPED_TRACE(when);
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    EXPECT_EQ(fused.opt->step_count(stream), per_group.opt->step_count(stream));
+    const OptimizerCounters a = download_counters(*fused.opt), b = download_counters(*per_group.opt);
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_EQ(std::memcmp(&a.step_size, &b.step_size, sizeof(float)), 0) << a.step_size << " vs " << b.step_size;
+    EXPECT_EQ(a.learning_rate, b.learning_rate);
+    EXPECT_EQ(a.blocks_done, 0u) << "the fused update's block count was not reset";
+    EXPECT_TRUE(same_bits(download(fused.params.data(), extent), download(per_group.params.data(), extent)))
+        << "params";
+    EXPECT_TRUE(same_bits(download(fused.grads.data(), extent), download(per_group.grads.data(), extent)))
+        << "gradients (sparse rows cleared)";
+    EXPECT_TRUE(same_bits(download(fused.opt->inference_params(fused.params.data()), extent),
+                          download(per_group.opt->inference_params(per_group.params.data()), extent)))
+        << "inference params";
+    EXPECT_TRUE(same_bits(download_halves(fused.mirror.data(), fused.mirror.size()),
+                          download_halves(per_group.mirror.data(), per_group.mirror.size())))
+        << "fp16 mirror";
+    const std::vector<GpuStateBuffer> sa = fused.opt->state(), sb = per_group.opt->state();
+    ASSERT_EQ(sa.size(), sb.size());
+    for (size_t i = 0; i < sa.size(); ++i) {
+        EXPECT_TRUE(same_bits(download(sa[i].data, sa[i].size), download(sb[i].data, sb[i].size))) << sa[i].name;
+    }
+}
+
+// Every optimizer config of StepsMatchCpu, with the sparse path where it
+// exists: the fused update gives the per-group launches' bits after each of
+// 8 steps, also across a learning-rate change and a set_step_count (resume).
+TEST_P(GpuOptimizerTest, FusedUpdateEqualsPerGroupLaunches) {
+    UpdatePathRun fused(GetParam().config, true, kGroups, kExtent, stream_);
+    UpdatePathRun per_group(GetParam().config, false, kGroups, kExtent, stream_);
+    EXPECT_EQ(fused.sparse, per_group.sparse);
+    for (uint64_t s = 1; s <= 8; ++s) {
+        const std::vector<float> g = sparse_gradient(s);
+        for (UpdatePathRun* run : {&fused, &per_group}) {
+            FUSEDNGP_GPU_CHECK(cudaMemcpy(run->grads.data(), g.data(), kExtent * sizeof(float), cudaMemcpyHostToDevice));
+            if (s == 4) run->opt->set_learning_rate(run->opt->learning_rate() * 0.5, stream_);
+            if (s == 6) run->opt->set_step_count(20, stream_);
+            run->opt->step(run->params.data(), run->grads.data(), stream_);
+        }
+        expect_same_update_state(fused, per_group, kExtent, stream_, "after step " + std::to_string(s));
+    }
+}
+
+// The step counter over many steps and ~1190 virtual blocks (more than one
+// wave of real ones: 792 on the H200, so some blocks take two; the
+// grid-stride loop): the fused update advances it exactly once per launch
+// and computes the same
+// step size sequence (learning rate under a schedule, bias corrections) as
+// the one-thread begin-step kernel, also when captured once and replayed.
+TEST_F(GpuTest, FusedUpdateStepSizeSequence) {
+    const std::vector<ParamGroup> groups = {{"encoding", 0, 600002, 2}, {"network", 600002, 5000, 1}};
+    const size_t extent = 605002;
+    const json config = {{"otype", "ExponentialDecay"}, {"decay_start", 3}, {"decay_interval", 2},
+                         {"decay_base", 0.7}, {"nested", {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"beta2", 0.99}}}};
+    UpdatePathRun fused(config, true, groups, extent, stream_), per_group(config, false, groups, extent, stream_);
+    UpdatePathRun replayed(config, true, groups, extent, stream_);
+    const std::vector<float> g = random_vector(extent, 5, -1.f, 1.f);
+    for (UpdatePathRun* run : {&fused, &per_group, &replayed}) {
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(run->grads.data(), g.data(), extent * sizeof(float), cudaMemcpyHostToDevice));
+        run->opt->set_sparse_group("encoding", nullptr);  // the same gradient every step
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    FUSEDNGP_GPU_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    replayed.opt->step(replayed.params.data(), replayed.grads.data(), stream_);
+    FUSEDNGP_GPU_CHECK(cudaStreamEndCapture(stream_, &graph));
+    FUSEDNGP_GPU_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (uint64_t s = 1; s <= 12; ++s) {
+        fused.opt->step(fused.params.data(), fused.grads.data(), stream_);
+        per_group.opt->step(per_group.params.data(), per_group.grads.data(), stream_);
+        FUSEDNGP_GPU_CHECK(cudaGraphLaunch(exec, stream_));
+        sync();
+        const OptimizerCounters a = download_counters(*fused.opt), b = download_counters(*per_group.opt);
+        const OptimizerCounters r = download_counters(*replayed.opt);
+        ASSERT_EQ(a.step, s);
+        ASSERT_EQ(b.step, s);
+        ASSERT_EQ(r.step, s);
+        EXPECT_EQ(std::memcmp(&a.step_size, &b.step_size, sizeof(float)), 0) << "step " << s;
+        EXPECT_EQ(std::memcmp(&r.step_size, &b.step_size, sizeof(float)), 0) << "step " << s << " (replayed)";
+        EXPECT_EQ(a.blocks_done, 0u);
+        EXPECT_EQ(r.blocks_done, 0u);
+    }
+    expect_same_update_state(fused, per_group, extent, stream_, "after 12 steps");
+    expect_same_update_state(replayed, per_group, extent, stream_, "after 12 replays");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+}
+
+// set_fragment_outputs: the fused update writes each updated network weight
+// to the MLP's fp32 master and its two fp16 fragment slots (what FusedMlp's
+// set_params_device would write for it); padding slots stay as they were.
+TEST_F(GpuTest, FusedUpdateWritesMlpFragments) {
+    const MlpFragmentShape shape{5, 16, 16, 2, 3, 16};  // 384 weights
+    const size_t n_net = fragment_n_params(shape), padded = fragment_padded_offset(shape, 2) + 16 * 16;
+    ASSERT_EQ(n_net, 384u);
+    const std::vector<ParamGroup> groups = {{"encoding", 0, 4002, 2}, {"network", 4002, n_net, 1}};
+    const size_t extent = 4002 + n_net;
+    const json adam = {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"l2_reg", 1e-3}};
+    const json stack = {{"otype", "Ema"}, {"decay", 0.9},
+                        {"nested", {{"otype", "ExponentialDecay"}, {"decay_start", 1}, {"decay_interval", 1},
+                                    {"decay_base", 0.5}, {"nested", adam}}}};
+    const json composite = {{"otype", "Composite"},
+                            {"groups", {{"encoding", adam}, {"network", {{"otype", "Adam"}, {"learning_rate", 1e-3}}}}}};
+    for (const json& config : {adam, stack, composite}) {
+        SCOPED_TRACE(config.dump());
+        UpdatePathRun fused(config, true, groups, extent, stream_), per_group(config, false, groups, extent, stream_);
+        DeviceBuffer<float> master(n_net);
+        DeviceBuffer<uint16_t> w_fwd(padded), w_bwd(padded);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(master.data(), fused.params.data() + 4002, n_net * sizeof(float),
+                                      cudaMemcpyDeviceToDevice));
+        // Stand-in for the conversion: every slot 0x7777 first, so a slot the
+        // update should write and did not fails.
+        FUSEDNGP_GPU_CHECK(cudaMemset(w_fwd.data(), 0x77, padded * sizeof(uint16_t)));
+        FUSEDNGP_GPU_CHECK(cudaMemset(w_bwd.data(), 0x77, padded * sizeof(uint16_t)));
+        MlpFragmentTargets targets{master.data(), w_fwd.data(), w_bwd.data(), shape};
+        MlpFragmentTargets wrong = targets;
+        wrong.shape.n_out = 4;
+        EXPECT_FALSE(fused.opt->set_fragment_outputs("network", &wrong)) << "size mismatch";
+        EXPECT_FALSE(fused.opt->set_fragment_outputs("nonexistent", &targets));
+        EXPECT_FALSE(per_group.opt->set_fragment_outputs("network", &targets)) << "per-group path";
+        ASSERT_TRUE(fused.opt->set_fragment_outputs("network", &targets));
+        for (uint64_t s = 1; s <= 4; ++s) {
+            std::vector<float> g = random_vector(extent, s, -1.f, 1.f);
+            for (size_t row = 0; row < 2001; row += 3) g[2 * row] = g[2 * row + 1] = 0.f;
+            for (UpdatePathRun* run : {&fused, &per_group}) {
+                FUSEDNGP_GPU_CHECK(cudaMemcpy(run->grads.data(), g.data(), extent * sizeof(float), cudaMemcpyHostToDevice));
+                run->opt->step(run->params.data(), run->grads.data(), stream_);
+            }
+            expect_same_update_state(fused, per_group, extent, stream_, "after step " + std::to_string(s));
+        }
+        const std::vector<float> params = download(fused.params.data(), extent);
+        const std::vector<float> net(params.begin() + 4002, params.end());
+        EXPECT_TRUE(same_bits(download(master.data(), n_net), net)) << "master";
+        std::vector<uint16_t> fwd(padded), bwd(padded);
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(fwd.data(), w_fwd.data(), padded * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        FUSEDNGP_GPU_CHECK(cudaMemcpy(bwd.data(), w_bwd.data(), padded * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        std::vector<bool> written_fwd(padded, false), written_bwd(padded, false);
+        for (size_t p = 0; p < n_net; ++p) {
+            const __half h = __float2half_rn(net[p]);
+            uint16_t bits = 0;
+            std::memcpy(&bits, &h, sizeof(bits));
+            const MlpFragmentSlots slots = mlp_fragment_slots(shape, p);
+            ASSERT_EQ(fwd[slots.fwd], bits) << "w_fwd, weight " << p;
+            ASSERT_EQ(bwd[slots.bwd], bits) << "w_bwd, weight " << p;
+            written_fwd[slots.fwd] = written_bwd[slots.bwd] = true;
+        }
+        for (size_t i = 0; i < padded; ++i) {
+            if (!written_fwd[i]) {
+                ASSERT_EQ(fwd[i], 0x7777) << "w_fwd padding " << i;
+            }
+            if (!written_bwd[i]) {
+                ASSERT_EQ(bwd[i], 0x7777) << "w_bwd padding " << i;
+            }
+        }
+        EXPECT_TRUE(fused.opt->set_fragment_outputs("network", nullptr));
+        fused.opt->set_fused_update(false);
+        EXPECT_FALSE(fused.opt->set_fragment_outputs("network", &targets)) << "per-group path after switching";
+    }
+    // SGD has no fused update; Composite by slice declines.
+    UpdatePathRun sgd({{"otype", "SGD"}, {"learning_rate", 0.1}}, true, groups, extent, stream_);
+    DeviceBuffer<float> master(n_net);
+    DeviceBuffer<uint16_t> w(padded);
+    MlpFragmentTargets targets{master.data(), w.data(), w.data(), shape};
+    EXPECT_FALSE(sgd.opt->set_fragment_outputs("network", &targets));
+}
+
 TEST(GpuComponentConfigTest, OptimizerErrors) {
     auto expect_config_error = [](const json& config, const std::string& path) {
         try {

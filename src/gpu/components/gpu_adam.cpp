@@ -3,6 +3,9 @@
 #include "launch_optimizers.h"
 #include "optimizers/param_groups.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace fusedngp::gpu {
 
 namespace {
@@ -21,9 +24,15 @@ AdamConstants adam_constants(const AdamSettings& s) {
     return k;
 }
 
+bool env_unfused_update() {
+    const char* v = std::getenv("FUSEDNGP_UNFUSED_UPDATE");
+    return v != nullptr && std::string(v) == "1";
+}
+
 } // namespace
 
-GpuAdam::GpuAdam(const AdamSettings& settings) : GpuLeafOptimizer(settings.learning_rate), settings_(settings) {}
+GpuAdam::GpuAdam(const AdamSettings& settings)
+    : GpuLeafOptimizer(settings.learning_rate), fused_(!env_unfused_update()), settings_(settings) {}
 
 void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t stream) {
     groups_ = groups;
@@ -33,6 +42,7 @@ void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t strea
     first_moment_.fill_bytes(0, stream);
     second_moment_.fill_bytes(0, stream);
     set_step_count(0, stream);
+    resident_blocks_ = adam_fused_resident_blocks();  // a device query: not while capturing
 }
 
 bool GpuAdam::skips_rows_of(const ParamGroup& group) const {
@@ -44,7 +54,44 @@ bool GpuAdam::skips_rows_of(const ParamGroup& group) const {
     return group.row_size > 1;
 }
 
+// The fused kernel's table holds kMaxFusedAdamGroups groups; more (never
+// from Model::param_groups, which makes two) take the per-group launches.
+bool GpuAdam::fused_applies() const {
+    size_t n_groups = 0;
+    for (const ParamGroup& group : groups_) n_groups += group.size > 0;
+    return fused_ && n_groups <= (size_t)kMaxFusedAdamGroups;
+}
+
 void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
+    if (fused_applies()) {
+        step_fused(d_params, d_grads, stream);
+    } else {
+        step_per_group(d_params, d_grads, stream);
+    }
+}
+
+void GpuAdam::step_fused(float* d_params, const float* d_grads, cudaStream_t stream) {
+    AdamGroupTable table;
+    table.max_grid = resident_blocks_;
+    for (const ParamGroup& group : groups_) {
+        if (group.size == 0) continue;
+        AdamGroupEntry& e = table.groups[table.n_groups++];
+        e.offset = group.offset;
+        e.size = group.size;
+        e.row_size = group.row_size > 0 ? group.row_size : 1;
+        e.first_block = table.n_blocks;
+        e.l2_reg = takes_l2_reg(group) ? (float)settings_.l2_reg : 0.f;
+        e.skip_zero_rows = skips_rows_of(group);
+        const bool sparse = half_mirror_ && group.name == sparse_group_;
+        e.outputs = {sparse ? const_cast<float*>(d_grads) : nullptr, sparse ? half_mirror_ : nullptr};
+        if (fragments_.master && group.name == fragment_group_) e.fragments = fragments_;
+        table.n_blocks += adam_fused_blocks_for_rows((e.size + e.row_size - 1) / e.row_size);
+    }
+    launch_adam_fused_update(counters(), adam_constants(settings_), schedule(), table, d_params, d_grads,
+                             first_moment_.data(), second_moment_.data(), stream);
+}
+
+void GpuAdam::step_per_group(float* d_params, const float* d_grads, cudaStream_t stream) {
     const AdamConstants k = adam_constants(settings_);
     launch_adam_begin_step(counters(), k, schedule(), stream);
     for (const ParamGroup& group : groups_) {
@@ -70,6 +117,29 @@ bool GpuAdam::set_sparse_group(const std::string& group, __half* half_mirror) {
         if (g.name != group || !skips_rows_of(g) || g.size == 0) continue;
         sparse_group_ = group;
         half_mirror_ = half_mirror;
+        return true;
+    }
+    return false;
+}
+
+void GpuAdam::set_fused_update(bool on) {
+    fused_ = on;
+    if (!on) set_fragment_outputs(fragment_group_, nullptr);
+}
+
+bool GpuAdam::set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) {
+    if (!targets) {
+        if (fragment_group_ == group) {
+            fragment_group_.clear();
+            fragments_ = {};
+        }
+        return true;
+    }
+    if (!fused_applies() || !targets->master || !targets->w_fwd || !targets->w_bwd) return false;
+    for (const ParamGroup& g : groups_) {
+        if (g.name != group || g.size == 0 || g.size != fragment_n_params(targets->shape)) continue;
+        fragment_group_ = group;
+        fragments_ = *targets;
         return true;
     }
     return false;

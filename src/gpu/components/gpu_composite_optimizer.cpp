@@ -83,6 +83,18 @@ bool GpuComposite::set_sparse_group(const std::string& group, __half* half_mirro
     return half_mirror == nullptr;
 }
 
+void GpuComposite::set_fused_update(bool on) {
+    for (GpuCompositePart& part : parts_) part.optimizer->set_fused_update(on);
+}
+
+bool GpuComposite::set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) {
+    if (by_slice_) return targets == nullptr;
+    for (GpuCompositePart& part : parts_) {
+        if (part.slot.group_name == group) return part.optimizer->set_fragment_outputs(group, targets);
+    }
+    return targets == nullptr;
+}
+
 void GpuComposite::set_schedule(const LearningRateSchedule& schedule) {
     for (GpuCompositePart& part : parts_) part.optimizer->set_schedule(schedule);
 }

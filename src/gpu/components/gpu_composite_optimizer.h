@@ -47,6 +47,9 @@ public:
     // By name: the part that owns `group`. By slice: not supported (a group
     // may straddle slices), so the caller keeps the dense path.
     bool set_sparse_group(const std::string& group, __half* half_mirror) override;
+    void set_fused_update(bool on) override;
+    // As set_sparse_group: the part that owns `group` by name; by slice, declined.
+    bool set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) override;
 
     // An enclosing ExponentialDecay: every part decays from its own rate,
     // which keeps their ratio, as the CPU's learning_rate_scale does.

@@ -33,6 +33,11 @@ public:
         return nested_->set_sparse_group(group, half_mirror);
     }
 
+    void set_fused_update(bool on) override { nested_->set_fused_update(on); }
+    bool set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) override {
+        return nested_->set_fragment_outputs(group, targets);
+    }
+
     void set_schedule(const LearningRateSchedule& schedule) override { nested_->set_schedule(schedule); }
     const OptimizerCounters* device_counters() const override { return nested_->device_counters(); }
 

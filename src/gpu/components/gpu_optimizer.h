@@ -9,6 +9,7 @@
 
 #include "core/json_fields.h"
 #include "gpu/components/optimizer_state.h"
+#include "gpu/mlp_fragment_slots.h"
 #include "optimizers/optimizer.h"
 
 #include <cuda_fp16.h>
@@ -74,6 +75,28 @@ public:
         (void)group;
         (void)half_mirror;
         return false;
+    }
+
+    // The update's launch shape (docs/GPU_COMPONENTS.md, "Fused Adam update"):
+    // on, Adam updates all its groups in one launch with the begin-step work
+    // folded in (bit-identical results); off, the per-group launches before
+    // it (A/B). On by default unless the environment sets
+    // FUSEDNGP_UNFUSED_UPDATE=1. Wrappers pass it down; SGD ignores it.
+    // Turning it off also drops set_fragment_outputs.
+    virtual void set_fused_update(bool on) { (void)on; }
+
+    // A group holding a FusedMlp's weights (caller layout, the group's
+    // offset = the MLP's parameter 0): with the fused update on, every
+    // weight the step writes is also written to targets->master and, as fp16,
+    // to its two fragment slots, so the caller needs no
+    // set_params_device after the step. Returns false, changing nothing,
+    // where the optimizer cannot (fused update off, no such group, a size
+    // that is not the MLP's, SGD); null `targets` turns it off (true).
+    // The targets must hold the current weights when it is turned on (rows a
+    // step skips are not rewritten). Wrappers pass it down.
+    virtual bool set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) {
+        (void)group;
+        return targets == nullptr;
     }
 
     // Plumbing for the wrappers. ExponentialDecay hands its schedule down to

@@ -7,12 +7,16 @@ namespace fusedngp::gpu {
 
 // Device-resident state of one Adam/SGD optimizer. Everything that changes
 // from step to step lives here and is advanced by a one-thread kernel at the
-// start of each step, so a training step captured once in a CUDA graph can be
-// replayed: kernel arguments are only configuration.
+// start of each step (the fused Adam update: by its own last block), so a
+// training step captured once in a CUDA graph can be replayed: kernel
+// arguments are only configuration.
 struct OptimizerCounters {
     unsigned long long step = 0;  // completed updates
     double learning_rate = 0;     // base learning rate (before any schedule)
     float step_size = 0;          // what the current update multiplies by (set at the start of a step)
+    // The fused Adam update (one launch per step): blocks that have read
+    // `step`; the last one advances the counter and resets this to 0.
+    unsigned int blocks_done = 0;
 };
 
 // ExponentialDecay's schedule (docs/CONFIG.md): the update after s completed
