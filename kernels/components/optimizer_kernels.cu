@@ -133,28 +133,32 @@ __device__ inline bool fused_row_to_update(const AdamGroupTable& table, const fl
 
 // The fused update (launch_adam_fused_update): one launch for every group,
 // the table's virtual blocks taken grid-stride by at most one wave of real
-// blocks, so the step size (double pow) is computed once per resident block,
-// not once per 256 rows (a 2^24-row table has ~65 k virtual blocks). Thread 0
-// of each block reads the counter and computes it while the other threads
-// check their first rows' gradients (the loads overlap the double
-// arithmetic); after the block's barrier, the count of blocks that have read
-// the counter decides which block advances it. `table` is __grid_constant__:
-// indexed by a run-time group number without a per-thread copy.
+// blocks, so the step size (double pow) is computed once per resident warp,
+// not once per 256 rows (a 2^24-row table has ~65 k virtual blocks). Lane 0
+// of each warp reads the counter and computes it while the other lanes check
+// their first rows' gradients (the loads overlap the double arithmetic), and
+// a shuffle hands it out. No shared memory: a block-wide broadcast through
+// shared memory made racecheck report a write/read hazard when the kernel ran
+// as the body of the update graph's conditional node (never inside a plain
+// launch; the barrier orders it), and a warp needs no barrier at all. The
+// barrier at the end makes every warp's read of the counter happen before
+// thread 0 counts the block as done; the count of done blocks decides which
+// block advances the counter. `table` is __grid_constant__: indexed by a
+// run-time group number without a per-thread copy.
 __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConstants k, LearningRateSchedule schedule,
                                          const __grid_constant__ AdamGroupTable table, float* __restrict__ params,
                                          const float* grads, float* __restrict__ m, float* __restrict__ v) {
-    __shared__ float s_step_size;
-    __shared__ unsigned long long s_step;
-    if (threadIdx.x == 0) {
+    unsigned long long step = 0;
+    float step_size = 0.0f;
+    if ((threadIdx.x & 31u) == 0) {
         const OptimizerCounters c = *counters;
-        s_step = c.step;
-        s_step_size = adam_step_size(c, k, schedule);
+        step = c.step;
+        step_size = adam_step_size(c, k, schedule);
     }
     unsigned int vb = blockIdx.x, gi = 0;
     size_t begin = 0, end = 0;
     bool update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
-    __syncthreads();
-    const float step_size = s_step_size;
+    step_size = __shfl_sync(0xffffffffu, step_size, 0);
     for (;;) {
         if (update) {
             const AdamGroupEntry& g = table.groups[gi];
@@ -165,15 +169,15 @@ __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConsta
         if (vb >= table.n_blocks) break;
         update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
     }
+    __syncthreads();
     if (threadIdx.x == 0) {
-        // Ordered after this block's read of the counter (above, same thread).
         __threadfence();
         const unsigned int done = atomicAdd(&counters->blocks_done, 1u);
         if (done == gridDim.x - 1) {
             // Every block has read step: advance it for the next launch.
             __threadfence();
-            counters->step = s_step + 1;
-            counters->step_size = s_step_size;
+            counters->step = step + 1;
+            counters->step_size = step_size;
             counters->blocks_done = 0;
         }
     }
