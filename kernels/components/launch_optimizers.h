@@ -75,9 +75,9 @@ unsigned int adam_fused_blocks_for_rows(size_t n_rows);
 unsigned int adam_fused_resident_blocks();
 
 // Bit for bit launch_adam_begin_step followed by launch_adam_update per
-// group (same double scalars, same float expressions): each real block's thread 0
+// group (same double scalars, same float expressions): lane 0 of each warp
 // derives step_size from the counter's step s and learning rate (t = s + 1)
-// while the block's threads read their gradient rows; the last block to
+// while the other lanes read their gradient rows; the last block to
 // finish reading (an atomic count in the counters) writes step = s + 1 and
 // step_size, and resets the count, so the next launch in stream order sees
 // the advanced counter. set_step / set_learning_rate are unchanged.
