@@ -11,6 +11,8 @@
 #
 #   FUSEDNGP_COMMIT=<hash> bench/ncu_profile_run.sh OUTDIR [IMAGE]
 # Knobs: SECTIONS (ncu --section list), TRAIN_WIDTHS (default "16 64"),
+# TRAIN_VARIANTS (the bench's --train-variants, default warp; tile for W >= 128),
+# TRAIN_KERNELS / TRAIN_SKIP / TRAIN_COUNT (ncu's kernel regex, launches skipped / profiled),
 # IMAGE_SKIP / IMAGE_COUNT (kernel launches skipped / profiled in the image run),
 # DETAIL_KERNELS / DETAIL_SKIP / DETAIL_COUNT (part 3).
 set -uo pipefail
@@ -34,9 +36,9 @@ for w in ${TRAIN_WIDTHS:-16 64}; do
   # Warm-up launches first (the bench's 3 warm-ups), then one step: the training
   # kernel and its reduce.
   timeout 120 "$NCU" --clock-control none --target-processes all "${SEC_ARGS[@]}" \
-    -k regex:'mlp_.*train|reduce_weight' --launch-skip 6 --launch-count 2 \
+    -k regex:"${TRAIN_KERNELS:-mlp_.*train|reduce_weight}" --launch-skip "${TRAIN_SKIP:-6}" --launch-count "${TRAIN_COUNT:-2}" \
     "$BUILD/kernels/fusedngp_mlp_bench" --train-ab --widths "$w" --depths 2 --batches 1048576 \
-    --train-variants warp --reps 3 > "$OUT/ncu_train_w$w.txt" 2>&1
+    --train-variants "${TRAIN_VARIANTS:-warp}" --reps 3 > "$OUT/ncu_train_w$w.txt" 2>&1
   note "ncu training W$w: exit $?, $(grep -c ')x(' "$OUT/ncu_train_w$w.txt") kernels"
 done
 cat "$OUT"/ncu_train_w*.txt > "$OUT/ncu_train.txt" && rm -f "$OUT"/ncu_train_w*.txt

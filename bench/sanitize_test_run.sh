@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One device call that looks at one failing-under-a-sanitizer GPU test from
+# several sides at once (they run in parallel: the sanitizers are bound by
+# host-side instrumentation): natively (twice: GTEST_REPEAT=2), under memcheck and racecheck,
+# and under memcheck with each environment setting in VARIANTS (e.g.
+# FUSEDNGP_UNFUSED_UPDATE=1), so one call tells which path the fault follows.
+# Every log is verbose (not brief). Files back: summary.txt, logs.tgz.
+#
+#   FUSEDNGP_COMMIT=<hash> BINARY=fusedngp_cuda_backend_tests FILTER='CudaBackend.X' \
+#     VARIANTS='FUSEDNGP_UNFUSED_UPDATE=1' bench/sanitize_test_run.sh OUTDIR
+# Knobs: T_BUILD, T_RUN (seconds per run, default 200), EXTRA_TARGETS (more
+# ninja targets to build, e.g. for a later script in the same call).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/sanitize_test_run.sh
+GC=/tmp/sanitize_test_gc
+LOGS=/tmp/sanitize_test_logs
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+BINARY="${BINARY:-fusedngp_cuda_backend_tests}"
+FILTER="${FILTER:?set FILTER (a gtest filter)}"
+build_only "$BINARY ${EXTRA_TARGETS:-}" "${T_BUILD:-150}"
+BIN="$(find "$BUILD" -name "$BINARY" -type f -perm -u+x | head -1)"
+[ -n "$BIN" ] || { note "no $BINARY: stop"; exit 1; }
+
+run() {  # name env... -- command...
+  local name=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" timeout "${T_RUN:-200}" "$@" "$BIN" --gtest_brief=0 --gtest_filter="$FILTER" > "$LOGS/$name.log" 2>&1
+  echo $? > "$LOGS/$name.rc"
+}
+run native GTEST_REPEAT=2 -- &
+run memcheck -- compute-sanitizer --tool memcheck --error-exitcode 99 &
+run racecheck -- compute-sanitizer --tool racecheck --error-exitcode 99 &
+i=0
+for v in ${VARIANTS:-}; do
+  i=$((i + 1))
+  run "memcheck_variant$i" "$v" -- compute-sanitizer --tool memcheck --error-exitcode 99 &
+  echo "memcheck_variant$i: $v" >> "$OUT/summary.txt"
+done
+wait
+for rc in "$LOGS"/*.rc; do
+  name="$(basename "$rc" .rc)"
+  log="$LOGS/$name.log"
+  note "$name: exit $(cat "$rc"), $(passed "$log") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+  # The first sanitizer report (what, where) and the test it came in.
+  grep -m1 -B1 -A3 -E '^========= (Invalid|Program hit|Error|Race)' "$log" | sed 's/^/    /' >> "$OUT/summary.txt"
+  grep -E '^\[  FAILED  \] ' "$log" | head -5 | sed 's/^/    /' >> "$OUT/summary.txt"
+done
+tar -C /tmp -czf "$OUT/logs.tgz" "$(basename "$LOGS")"
+note "done"
