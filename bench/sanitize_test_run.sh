@@ -8,6 +8,12 @@
 #
 #   FUSEDNGP_COMMIT=<hash> BINARY=fusedngp_cuda_backend_tests FILTER='CudaBackend.X' \
 #     VARIANTS='FUSEDNGP_UNFUSED_UPDATE=1' bench/sanitize_test_run.sh OUTDIR
+# With CLI set (fusedngp's arguments, e.g. "train --backend cuda --data
+# data/astronaut.png --steps 60 --batch 16384"; --out is added), the same CLI run
+# also goes natively and under memcheck once per CLI_VARIANTS entry (an
+# environment setting each; "-" for none): one backend in the training loop,
+# to tell a test's setup from the step itself. Variants are separated by
+# spaces; within one, commas join several settings (A=1,B=2).
 # Knobs: T_BUILD, T_RUN (seconds per run, default 200), EXTRA_TARGETS (more
 # ninja targets to build, e.g. for a later script in the same call).
 set -uo pipefail
@@ -17,7 +23,7 @@ LOGS=/tmp/sanitize_test_logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 BINARY="${BINARY:-fusedngp_cuda_backend_tests}"
 FILTER="${FILTER:?set FILTER (a gtest filter)}"
-build_only "$BINARY ${EXTRA_TARGETS:-}" "${T_BUILD:-150}"
+build_only "$BINARY ${CLI:+fusedngp} ${EXTRA_TARGETS:-}" "${T_BUILD:-150}"
 BIN="$(find "$BUILD" -name "$BINARY" -type f -perm -u+x | head -1)"
 [ -n "$BIN" ] || { note "no $BINARY: stop"; exit 1; }
 
@@ -35,9 +41,26 @@ run racecheck -- compute-sanitizer --tool racecheck --error-exitcode 99 &
 i=0
 for v in ${VARIANTS:-}; do
   i=$((i + 1))
-  run "memcheck_variant$i" "$v" -- compute-sanitizer --tool memcheck --error-exitcode 99 &
+  run "memcheck_variant$i" ${v//,/ } -- compute-sanitizer --tool memcheck --error-exitcode 99 &
   echo "memcheck_variant$i: $v" >> "$OUT/summary.txt"
 done
+if [ -n "${CLI:-}" ]; then
+  cli() {  # name env-list(comma-separated or -) tool...
+    local name=$1 envs=() item; shift
+    [ "$1" != "-" ] && { IFS=, read -ra envs <<< "$1"; }
+    shift
+    env "${envs[@]}" timeout "${T_RUN:-200}" "$@" "$BUILD/fusedngp" $CLI --out "/tmp/sanitize_cli_$name" \
+      > "$LOGS/$name.log" 2>&1
+    echo $? > "$LOGS/$name.rc"
+  }
+  cli cli_native - &
+  i=0
+  for v in ${CLI_VARIANTS:--}; do
+    i=$((i + 1))
+    cli "cli_memcheck$i" "$v" compute-sanitizer --tool memcheck --error-exitcode 99 &
+    echo "cli_memcheck$i: $v" >> "$OUT/summary.txt"
+  done
+fi
 wait
 for rc in "$LOGS"/*.rc; do
   name="$(basename "$rc" .rc)"
