@@ -4,7 +4,8 @@
 # host-side instrumentation): natively (twice: GTEST_REPEAT=2), under memcheck and racecheck,
 # and under memcheck with each environment setting in VARIANTS (e.g.
 # FUSEDNGP_UNFUSED_UPDATE=1), so one call tells which path the fault follows.
-# Every log is verbose (not brief). Files back: summary.txt, logs.tgz.
+# Natively also with CUDA_LAUNCH_BLOCKING=1. Every log is verbose (not
+# brief). Files back: summary.txt, logs.tgz.
 #
 #   FUSEDNGP_COMMIT=<hash> BINARY=fusedngp_cuda_backend_tests FILTER='CudaBackend.X' \
 #     VARIANTS='FUSEDNGP_UNFUSED_UPDATE=1' bench/sanitize_test_run.sh OUTDIR
@@ -36,6 +37,7 @@ run() {  # name env... -- command...
   echo $? > "$LOGS/$name.rc"
 }
 run native GTEST_REPEAT=2 -- &
+run native_blocking CUDA_LAUNCH_BLOCKING=1 -- &
 run memcheck -- compute-sanitizer --tool memcheck --error-exitcode 99 &
 run racecheck -- compute-sanitizer --tool racecheck --error-exitcode 99 &
 i=0
@@ -54,12 +56,31 @@ if [ -n "${CLI:-}" ]; then
     echo $? > "$LOGS/$name.rc"
   }
   cli cli_native - &
+  cli cli_native_blocking CUDA_LAUNCH_BLOCKING=1 &
   i=0
   for v in ${CLI_VARIANTS:--}; do
     i=$((i + 1))
     cli "cli_memcheck$i" "$v" compute-sanitizer --tool memcheck --error-exitcode 99 &
     echo "cli_memcheck$i: $v" >> "$OUT/summary.txt"
   done
+fi
+# PROBE=1: bench/conditional_graph_probe.cu (the update graph's shape alone,
+# no fusedngp code) natively and under memcheck, each with and without
+# CUDA_LAUNCH_BLOCKING=1: whether the tool itself runs a conditional graph.
+if [ -n "${PROBE:-}" ]; then
+  P=/tmp/conditional_graph_probe
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -std=c++17 -arch=sm_90 -lineinfo bench/conditional_graph_probe.cu -o $P > "$LOGS/probe_build.log" 2>&1
+  note "probe build: exit $?"
+  probe() {  # name env-or-- tool...
+    local name=$1 e=$2; shift 2
+    local envs=(); [ "$e" != "-" ] && envs=("$e")
+    env "${envs[@]}" timeout 60 "$@" $P 50 65536 7 > "$LOGS/$name.log" 2>&1
+    echo $? > "$LOGS/$name.rc"
+  }
+  probe probe_native - &
+  probe probe_native_blocking CUDA_LAUNCH_BLOCKING=1 &
+  probe probe_memcheck - compute-sanitizer --tool memcheck --error-exitcode 99 &
+  probe probe_memcheck_blocking CUDA_LAUNCH_BLOCKING=1 compute-sanitizer --tool memcheck --error-exitcode 99 &
 fi
 wait
 for rc in "$LOGS"/*.rc; do
@@ -68,7 +89,7 @@ for rc in "$LOGS"/*.rc; do
   note "$name: exit $(cat "$rc"), $(passed "$log") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
   # The first sanitizer report (what, where) and the test it came in.
   grep -m1 -B1 -A3 -E '^========= (Invalid|Program hit|Error|Race)' "$log" | sed 's/^/    /' >> "$OUT/summary.txt"
-  grep -E '^\[  FAILED  \] ' "$log" | head -5 | sed 's/^/    /' >> "$OUT/summary.txt"
+  grep -E '^\[  FAILED  \] |^ok: |^mismatch' "$log" | head -5 | sed 's/^/    /' >> "$OUT/summary.txt"
 done
 tar -C /tmp -czf "$OUT/logs.tgz" "$(basename "$LOGS")"
 note "done"
