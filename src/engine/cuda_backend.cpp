@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -403,6 +404,10 @@ void CudaBackend::refresh_component_params(const float* d_params) {
 // body runs only when the step's overflow flag is clear (an IF node set by a
 // kernel inside the graph): the skip decision never reaches the host.
 void CudaBackend::build_update_graph() {
+    // compute-sanitizer (CUDA 13.0) faults on graphs with a conditional node,
+    // our code or not (bench/conditional_graph_probe.cu): under a sanitizer
+    // the plain launches run the same kernels (scripts/gpu-check sets this).
+    if (env_is_one("FUSEDNGP_NO_CONDITIONAL_GRAPH")) throw std::runtime_error("FUSEDNGP_NO_CONDITIONAL_GRAPH=1");
     unsigned int* flag = &readback_.data()->overflow;
     cudaGraph_t graph = nullptr;
     FUSEDNGP_GPU_CHECK(cudaGraphCreate(&graph, 0));

@@ -542,10 +542,14 @@ TEST(CudaBackend, FusedStepTrainsLikeTheUnfusedPath) {
                     "unfused vs unfused %.3g; PSNR %.2f / %.2f dB\n", loss, loss_f, loss_u, loss_u2, err, err_uu,
                     psnr_f, psnr_u);
         EXPECT_LE(err, 2 * err_uu + 1e-3) << loss;
-        // The last batch's loss moves with those differences too (L1 on the
-        // H200: 0.0090 fused vs 0.0069 unfused with the parameters closer
-        // than two unfused runs'): bounded by the unfused runs' own spread.
-        EXPECT_LE(std::abs(loss_f - loss_u), 2 * std::abs(loss_u2 - loss_u) + 0.05 * std::abs(loss_u)) << loss;
+        // The last batch's loss is one draw of a noisy number: with L1, two
+        // runs of the same unfused path ended at 0.0056 and 0.0103 on the
+        // H200 (the grid's atomic order alone), and a bound from that spread
+        // failed when two unfused runs happened to agree (0.0112 / 0.0113,
+        // fused 0.0084). It only shows that training went as far; the
+        // parameters (above) and the PSNR (below) are the equivalence checks.
+        EXPECT_LT(loss_f, 3 * loss_u) << loss;
+        EXPECT_GT(loss_f, loss_u / 3) << loss;
         EXPECT_NEAR(psnr_f, psnr_u, 0.2) << loss;
         EXPECT_EQ(fused.skipped_steps(), 0u);
         EXPECT_EQ(unfused.skipped_steps(), 0u);
