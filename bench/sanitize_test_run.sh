@@ -28,39 +28,37 @@ build_only "$BINARY ${CLI:+fusedngp} ${EXTRA_TARGETS:-}" "${T_BUILD:-150}"
 BIN="$(find "$BUILD" -name "$BINARY" -type f -perm -u+x | head -1)"
 [ -n "$BIN" ] || { note "no $BINARY: stop"; exit 1; }
 
-run() {  # name env... -- command...
-  local name=$1; shift
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  env "${envs[@]}" timeout "${T_RUN:-200}" "$@" "$BIN" --gtest_brief=0 --gtest_filter="$FILTER" > "$LOGS/$name.log" 2>&1
-  echo $? > "$LOGS/$name.rc"
+# job NAME ENVS SECONDS COMMAND...: COMMAND in the background with ENVS set
+# (comma-separated VAR=VALUE, or - for none), its output in NAME.log and its
+# exit status in NAME.rc.
+job() {
+  local name=$1 envs=() seconds=$3
+  [ "$2" != "-" ] && IFS=, read -ra envs <<< "$2"
+  shift 3
+  ( env "${envs[@]}" timeout "$seconds" "$@" > "$LOGS/$name.log" 2>&1; echo $? > "$LOGS/$name.rc" ) &
 }
-run native GTEST_REPEAT=2 -- &
-run native_blocking CUDA_LAUNCH_BLOCKING=1 -- &
-run memcheck -- compute-sanitizer --tool memcheck --error-exitcode 99 &
-run racecheck -- compute-sanitizer --tool racecheck --error-exitcode 99 &
+MEMCHECK=(compute-sanitizer --tool memcheck --error-exitcode 99)
+TEST=("$BIN" --gtest_brief=0 --gtest_filter="$FILTER")
+T="${T_RUN:-200}"
+job native GTEST_REPEAT=2 "$T" "${TEST[@]}"
+job native_blocking CUDA_LAUNCH_BLOCKING=1 "$T" "${TEST[@]}"
+job memcheck - "$T" "${MEMCHECK[@]}" "${TEST[@]}"
+job racecheck - "$T" compute-sanitizer --tool racecheck --error-exitcode 99 "${TEST[@]}"
 i=0
 for v in ${VARIANTS:-}; do
   i=$((i + 1))
-  run "memcheck_variant$i" ${v//,/ } -- compute-sanitizer --tool memcheck --error-exitcode 99 &
+  job "memcheck_variant$i" "$v" "$T" "${MEMCHECK[@]}" "${TEST[@]}"
   echo "memcheck_variant$i: $v" >> "$OUT/summary.txt"
 done
 if [ -n "${CLI:-}" ]; then
-  cli() {  # name env-list(comma-separated or -) tool...
-    local name=$1 envs=() item; shift
-    [ "$1" != "-" ] && { IFS=, read -ra envs <<< "$1"; }
-    shift
-    env "${envs[@]}" timeout "${T_RUN:-200}" "$@" "$BUILD/fusedngp" $CLI --out "/tmp/sanitize_cli_$name" \
-      > "$LOGS/$name.log" 2>&1
-    echo $? > "$LOGS/$name.rc"
-  }
-  cli cli_native - &
-  cli cli_native_blocking CUDA_LAUNCH_BLOCKING=1 &
+  # One backend in the training loop; each run its own --out.
+  cli() { echo "$BUILD/fusedngp" $CLI --out "/tmp/sanitize_cli_$1"; }
+  job cli_native - "$T" $(cli cli_native)
+  job cli_native_blocking CUDA_LAUNCH_BLOCKING=1 "$T" $(cli cli_native_blocking)
   i=0
   for v in ${CLI_VARIANTS:--}; do
     i=$((i + 1))
-    cli "cli_memcheck$i" "$v" compute-sanitizer --tool memcheck --error-exitcode 99 &
+    job "cli_memcheck$i" "$v" "$T" "${MEMCHECK[@]}" $(cli "cli_memcheck$i")
     echo "cli_memcheck$i: $v" >> "$OUT/summary.txt"
   done
 fi
@@ -68,19 +66,14 @@ fi
 # no fusedngp code) natively and under memcheck, each with and without
 # CUDA_LAUNCH_BLOCKING=1: whether the tool itself runs a conditional graph.
 if [ -n "${PROBE:-}" ]; then
-  P=/tmp/conditional_graph_probe
-  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -std=c++17 -arch=sm_90 -lineinfo bench/conditional_graph_probe.cu -o $P > "$LOGS/probe_build.log" 2>&1
+  P=(/tmp/conditional_graph_probe 50 65536 7)
+  "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -std=c++17 -arch=sm_90 -lineinfo bench/conditional_graph_probe.cu \
+    -o "${P[0]}" > "$LOGS/probe_build.log" 2>&1
   note "probe build: exit $?"
-  probe() {  # name env-or-- tool...
-    local name=$1 e=$2; shift 2
-    local envs=(); [ "$e" != "-" ] && envs=("$e")
-    env "${envs[@]}" timeout 60 "$@" $P 50 65536 7 > "$LOGS/$name.log" 2>&1
-    echo $? > "$LOGS/$name.rc"
-  }
-  probe probe_native - &
-  probe probe_native_blocking CUDA_LAUNCH_BLOCKING=1 &
-  probe probe_memcheck - compute-sanitizer --tool memcheck --error-exitcode 99 &
-  probe probe_memcheck_blocking CUDA_LAUNCH_BLOCKING=1 compute-sanitizer --tool memcheck --error-exitcode 99 &
+  job probe_native - 60 "${P[@]}"
+  job probe_native_blocking CUDA_LAUNCH_BLOCKING=1 60 "${P[@]}"
+  job probe_memcheck - 60 "${MEMCHECK[@]}" "${P[@]}"
+  job probe_memcheck_blocking CUDA_LAUNCH_BLOCKING=1 60 "${MEMCHECK[@]}" "${P[@]}"
 fi
 wait
 for rc in "$LOGS"/*.rc; do

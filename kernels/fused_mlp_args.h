@@ -1,24 +1,13 @@
-// Shapes, offsets and launch arguments shared by the fused-MLP kernels and
-// their host wrapper. Plain structs only, usable from .cpp and .cu files.
-//
-// Vocabulary (same as the CPU Mlp):
-//   D = n_hidden layers of width W, so D + 1 weight matrices:
-//   layer 0: W x n_in, layers 1..D-1: W x W, layer D: n_out x W.
-//   Each matrix is [fan_out][fan_in] row-major; layers are consecutive.
-// The kernels pad n_in and n_out to multiples of 16 ("_pad") because one
-// tensor-core step consumes 16 values along K. Padding is zero-filled.
+// Launch arguments and loss definitions shared by the fused-MLP kernels and
+// their host wrapper; the shape and its offsets (vocabulary: D, W, fan-in,
+// padding) are in gpu/mlp_shape.h. Plain structs only, usable from .cpp and
+// .cu files.
 #pragma once
 
-#include "networks/activation.h"
+#include "gpu/mlp_shape.h"
 
 #include <cstdint>
 #include <cuda_runtime.h>
-
-#if defined(__CUDACC__)
-#define FUSEDNGP_HD __host__ __device__ __forceinline__
-#else
-#define FUSEDNGP_HD inline
-#endif
 
 namespace fusedngp::gpu {
 
@@ -29,37 +18,6 @@ constexpr int kBlockWarps = 8;
 // A warp computes up to 64 hidden columns at a time (64 fp32 accumulators per
 // lane with 32-row slabs), so a hidden layer splits into this many chunks.
 constexpr uint32_t hidden_column_chunks(uint32_t width) { return width > 64 ? width / 64 : 1; }
-
-struct MlpShape {
-    uint32_t n_in = 0, n_in_pad = 0;
-    uint32_t width = 0;
-    uint32_t n_hidden = 0;  // D
-    uint32_t n_out = 0, n_out_pad = 0;
-    Activation hidden_act = Activation::ReLU;
-    Activation output_act = Activation::None;
-};
-
-// Real (unpadded) fan-in / fan-out of weight matrix l (0..D).
-FUSEDNGP_HD uint32_t fan_in(const MlpShape& s, uint32_t l) { return l == 0 ? s.n_in : s.width; }
-FUSEDNGP_HD uint32_t fan_out(const MlpShape& s, uint32_t l) { return l == s.n_hidden ? s.n_out : s.width; }
-FUSEDNGP_HD uint32_t fan_in_pad(const MlpShape& s, uint32_t l) { return l == 0 ? s.n_in_pad : s.width; }
-FUSEDNGP_HD uint32_t fan_out_pad(const MlpShape& s, uint32_t l) { return l == s.n_hidden ? s.n_out_pad : s.width; }
-
-// Offset of matrix l in the caller's fp32 parameter vector (unpadded layout).
-FUSEDNGP_HD size_t param_offset(const MlpShape& s, uint32_t l) {
-    return l == 0 ? 0 : (size_t)s.n_in * s.width + (size_t)(l - 1) * s.width * s.width;
-}
-FUSEDNGP_HD size_t n_params(const MlpShape& s) { return param_offset(s, s.n_hidden) + (size_t)s.width * s.n_out; }
-
-// Offset of matrix l in the padded layouts (fp32 gradient partials; the fp16
-// fragment buffers use the same count divided by 4, one uint2 = 4 halves).
-FUSEDNGP_HD size_t padded_offset(const MlpShape& s, uint32_t l) {
-    return l == 0 ? 0 : (size_t)s.n_in_pad * s.width + (size_t)(l - 1) * s.width * s.width;
-}
-FUSEDNGP_HD size_t n_params_padded(const MlpShape& s) {
-    return padded_offset(s, s.n_hidden) + (size_t)s.width * s.n_out_pad;
-}
-FUSEDNGP_HD size_t frag_offset(const MlpShape& s, uint32_t l) { return padded_offset(s, l) / 4; }
 
 // How the output-layer gradient is obtained.
 enum class LossKind : uint32_t {
@@ -101,8 +59,10 @@ FUSEDNGP_HD float fused_loss_gradient(LossKind k, float y, float t, float norm) 
     }
 }
 
-// Per-element value of a fused loss, unnormalised; the same expressions as
-// the GPU loss kernels (kernels/components/loss_kernels.cu).
+// Per-element value of a fused loss, unnormalised: the GPU loss kernels'
+// expressions (kernels/components/loss_kernels.cu, element_loss), not shared
+// with them because the contracts differ: those divide exactly (bit equality
+// with the CPU), these use the fast division on the device.
 FUSEDNGP_HD float fused_loss_value(LossKind k, float y, float t) {
     const float r = y - t;
     switch (k) {

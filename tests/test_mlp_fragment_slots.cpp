@@ -19,13 +19,13 @@ constexpr size_t kPadding = ~size_t(0);
 // For each half of a fragment buffer, the weight convert_weights_kernel puts
 // there (kPadding where it writes a zero): its loop, for B = W^T (forward)
 // or B = W (backward).
-std::vector<size_t> forward_mapping(const MlpFragmentShape& s, bool backward) {
-    const size_t total = fragment_padded_offset(s, s.n_hidden) + (size_t)s.width * s.n_out_pad;
+std::vector<size_t> forward_mapping(const MlpShape& s, bool backward) {
+    const size_t total = padded_offset(s, s.n_hidden) + (size_t)s.width * s.n_out_pad;
     std::vector<size_t> source(total, kPadding);
     for (uint32_t l = 0; l <= s.n_hidden; ++l) {
         const uint32_t fi = l == 0 ? s.n_in : s.width, fo = l == s.n_hidden ? s.n_out : s.width;
         const uint32_t fi_pad = l == 0 ? s.n_in_pad : s.width, fo_pad = l == s.n_hidden ? s.n_out_pad : s.width;
-        const size_t first_entry = fragment_padded_offset(s, l) / 4;
+        const size_t first_entry = padded_offset(s, l) / 4;
         const size_t entries = (size_t)fi_pad * fo_pad / 4;
         for (size_t local = 0; local < entries; ++local) {
             const uint32_t lane = (uint32_t)(local % 32), t = (uint32_t)(local / 32);
@@ -36,17 +36,17 @@ std::vector<size_t> forward_mapping(const MlpFragmentShape& s, bool backward) {
                 // Forward: B[k][n] = W[n][k]; backward: B[k][n] = W[k][n].
                 const uint32_t out = backward ? ks[h] : n, in = backward ? n : ks[h];
                 if (out >= fo || in >= fi) continue;
-                source[(first_entry + local) * 4 + h] = fragment_param_offset(s, l) + (size_t)out * fi + in;
+                source[(first_entry + local) * 4 + h] = param_offset(s, l) + (size_t)out * fi + in;
             }
         }
     }
     return source;
 }
 
-void check_shape(const MlpFragmentShape& s) {
+void check_shape(const MlpShape& s) {
     SCOPED_TRACE("n_in " + std::to_string(s.n_in) + " width " + std::to_string(s.width) + " D " +
                  std::to_string(s.n_hidden) + " n_out " + std::to_string(s.n_out));
-    const size_t n = fragment_n_params(s);
+    const size_t n = n_params(s);
     for (const bool backward : {false, true}) {
         const std::vector<size_t> source = forward_mapping(s, backward);
         std::vector<size_t> slot_of(n, kPadding);

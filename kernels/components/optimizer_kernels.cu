@@ -91,16 +91,23 @@ __device__ inline void adam_update_row(float step_size, const AdamConstants& k, 
     }
 }
 
+// Elements [begin, end) of row `row` of a group [offset, offset + size) in
+// rows of row_size (the last row may be short); false past the last row.
+__device__ inline bool group_row_range(size_t offset, size_t size, size_t row_size, size_t row, size_t* begin,
+                                       size_t* end) {
+    if (row >= (size + row_size - 1) / row_size) return false;
+    *begin = offset + row * row_size;
+    *end = *begin + row_size < offset + size ? *begin + row_size : offset + size;
+    return true;
+}
+
 // `grads` is not __restrict__: outputs.clear_grads may be the same array.
 __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counters, AdamConstants k,
                                    float* __restrict__ params, const float* grads,
                                    float* __restrict__ m, float* __restrict__ v, size_t offset, size_t size,
                                    size_t row_size, bool skip_zero_rows, SparseRowOutputs outputs) {
-    const size_t n_rows = (size + row_size - 1) / row_size;
-    const size_t row = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (row >= n_rows) return;
-    const size_t begin = offset + row * row_size;
-    const size_t end = begin + row_size < offset + size ? begin + row_size : offset + size;
+    size_t begin = 0, end = 0;
+    if (!group_row_range(offset, size, row_size, blockIdx.x * (size_t)blockDim.x + threadIdx.x, &begin, &end)) return;
     if (skip_zero_rows && all_zero(grads + begin, end - begin)) return;
     adam_update_row(counters->step_size, k, k.l2_reg, params, grads, m, v, offset, begin, end, outputs,
                     MlpFragmentTargets{});
@@ -114,13 +121,9 @@ __device__ inline bool fused_row(const AdamGroupTable& table, unsigned int vb, u
     while (g + 1 < table.n_groups && vb >= table.groups[g + 1].first_block) ++g;
     if (g >= table.n_groups || vb < table.groups[g].first_block) return false;
     const AdamGroupEntry& e = table.groups[g];
-    const size_t n_rows = (e.size + e.row_size - 1) / e.row_size;
-    const size_t row = (size_t)(vb - e.first_block) * blockDim.x + threadIdx.x;
-    if (row >= n_rows) return false;
     *gi = g;
-    *begin = e.offset + row * e.row_size;
-    *end = *begin + e.row_size < e.offset + e.size ? *begin + e.row_size : e.offset + e.size;
-    return true;
+    return group_row_range(e.offset, e.size, e.row_size, (size_t)(vb - e.first_block) * blockDim.x + threadIdx.x,
+                           begin, end);
 }
 
 // Whether the thread updates its row of virtual block `vb` (a row with an
@@ -245,7 +248,6 @@ void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& 
 }
 
 unsigned int adam_fused_resident_blocks() {
-    // 40 registers: 6 blocks of 256 threads per SM on sm_90.
     int device = 0, sms = 0, per_sm = 0;
     FUSEDNGP_GPU_CHECK(cudaGetDevice(&device));
     FUSEDNGP_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -254,9 +256,7 @@ unsigned int adam_fused_resident_blocks() {
     return (unsigned int)std::max(sms, 1) * (unsigned int)std::max(per_sm, 1);
 }
 
-unsigned int adam_fused_blocks_for_rows(size_t n_rows) {
-    return (unsigned int)((n_rows + kThreadsPerBlock - 1) / kThreadsPerBlock);
-}
+unsigned int adam_fused_blocks_for_rows(size_t n_rows) { return n_rows > 0 ? blocks_for(n_rows) : 0; }
 
 void launch_adam_fused_update(OptimizerCounters* counters, const AdamConstants& constants,
                               const LearningRateSchedule& schedule, const AdamGroupTable& table, float* params,

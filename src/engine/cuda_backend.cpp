@@ -1,5 +1,6 @@
 #include "engine/cuda_backend.h"
 
+#include "core/env.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "gpu/fused_mlp.h"
@@ -10,8 +11,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,11 +54,6 @@ bool fused_loss_kind(const std::string& otype, gpu::LossKind* kind) {
     else if (otype == "RelativeL2") *kind = gpu::LossKind::RelativeL2;
     else return false;
     return true;
-}
-
-bool env_is_one(const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr && std::string(v) == "1";
 }
 
 // One line for a node of the update graph (update_graph_nodes).
@@ -172,8 +166,8 @@ std::string cuda_device_description() {
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
     : config_(config), seed_(seed), scaling_(scaling),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
-      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_is_one("FUSEDNGP_UNFUSED_STEP")),
-      fused_update_enabled_(!env_is_one("FUSEDNGP_UNFUSED_UPDATE")) {
+      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
+      fused_update_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_UPDATE")) {
     if (!cuda_device_available()) {
         throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
     }
@@ -312,12 +306,22 @@ void CudaBackend::choose_kernel_by_timing(uint32_t batch) {
 void CudaBackend::rebuild_update_graph() {
     destroy_update_graph();
     configure_update_outputs();
+    auto notice = [](const char* why) {
+        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
+                             "with zero gradients instead of being skipped\n", why);
+    };
+    // compute-sanitizer (CUDA 13.0) faults on graphs with a conditional node,
+    // our code or not (bench/conditional_graph_probe.cu): under a sanitizer
+    // the plain launches run the same kernels (scripts/gpu-check sets this).
+    if (env_flag_set("FUSEDNGP_NO_CONDITIONAL_GRAPH")) {
+        notice("FUSEDNGP_NO_CONDITIONAL_GRAPH=1");
+        return;
+    }
     try {
         build_update_graph();
     } catch (const std::exception& e) {
         destroy_update_graph();
-        std::fprintf(stderr, "fusedngp: cuda backend: no conditional CUDA graph (%s); an overflowing step updates "
-                             "with zero gradients instead of being skipped\n", e.what());
+        notice(e.what());
     }
 }
 
@@ -404,10 +408,6 @@ void CudaBackend::refresh_component_params(const float* d_params) {
 // body runs only when the step's overflow flag is clear (an IF node set by a
 // kernel inside the graph): the skip decision never reaches the host.
 void CudaBackend::build_update_graph() {
-    // compute-sanitizer (CUDA 13.0) faults on graphs with a conditional node,
-    // our code or not (bench/conditional_graph_probe.cu): under a sanitizer
-    // the plain launches run the same kernels (scripts/gpu-check sets this).
-    if (env_is_one("FUSEDNGP_NO_CONDITIONAL_GRAPH")) throw std::runtime_error("FUSEDNGP_NO_CONDITIONAL_GRAPH=1");
     unsigned int* flag = &readback_.data()->overflow;
     cudaGraph_t graph = nullptr;
     FUSEDNGP_GPU_CHECK(cudaGraphCreate(&graph, 0));

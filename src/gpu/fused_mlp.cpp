@@ -430,12 +430,7 @@ MlpFragmentTargets FusedMlp::fragment_targets() {
     t.master = master_.as<float>();
     t.w_fwd = reinterpret_cast<uint16_t*>(w_fwd_.as<uint2>());
     t.w_bwd = reinterpret_cast<uint16_t*>(w_bwd_.as<uint2>());
-    t.shape.n_in = shape_.n_in;
-    t.shape.n_in_pad = shape_.n_in_pad;
-    t.shape.width = shape_.width;
-    t.shape.n_hidden = shape_.n_hidden;
-    t.shape.n_out = shape_.n_out;
-    t.shape.n_out_pad = shape_.n_out_pad;
+    t.shape = shape_;
     return t;
 }
 

@@ -5,51 +5,26 @@
 // write its two fp16 copies itself (GpuAdam's fused update) instead of a
 // separate conversion pass over all weights after the update. Plain C++ and
 // CUDA; no CUDA headers, so the CPU tests check it against the forward
-// formula (tests/test_mlp_fragment_slots.cpp).
+// formula (tests/test_mlp_fragment_slots.cpp). Offsets: gpu/mlp_shape.h.
 #pragma once
+
+#include "gpu/mlp_shape.h"
 
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define FUSEDNGP_FRAG_HD __host__ __device__ inline
-#else
-#define FUSEDNGP_FRAG_HD inline
-#endif
-
 namespace fusedngp::gpu {
-
-// The numbers of MlpShape (kernels/fused_mlp_args.h) the layout depends on.
-// Padded widths are multiples of 16 (fan-in / fan-out of the fragments' K).
-struct MlpFragmentShape {
-    uint32_t n_in = 0, n_in_pad = 0;
-    uint32_t width = 0;
-    uint32_t n_hidden = 0;
-    uint32_t n_out = 0, n_out_pad = 0;
-};
 
 // Half indices (into the buffers viewed as __half arrays) of one weight.
 struct MlpFragmentSlots {
     size_t fwd = 0, bwd = 0;
 };
 
-FUSEDNGP_FRAG_HD size_t fragment_param_offset(const MlpFragmentShape& s, uint32_t l) {
-    return l == 0 ? 0 : (size_t)s.n_in * s.width + (size_t)(l - 1) * s.width * s.width;
-}
-
-FUSEDNGP_FRAG_HD size_t fragment_n_params(const MlpFragmentShape& s) {
-    return fragment_param_offset(s, s.n_hidden) + (size_t)s.width * s.n_out;
-}
-
-FUSEDNGP_FRAG_HD size_t fragment_padded_offset(const MlpFragmentShape& s, uint32_t l) {
-    return l == 0 ? 0 : (size_t)s.n_in_pad * s.width + (size_t)(l - 1) * s.width * s.width;
-}
-
 // Half index of B[k][n] in a K x N operand stored from half `base` on, with
 // K tiles of 16 (kt_count of them) and N tiles of 8: entry (nt * KT + kt) *
 // 32 + lane holds B[k0][n], B[k0+1][n], B[k0+8][n], B[k0+9][n], with
 // n = nt*8 + lane/4 and k0 = kt*16 + 2*(lane%4).
-FUSEDNGP_FRAG_HD size_t fragment_half_index(size_t base, uint32_t kt_count, uint32_t k, uint32_t n) {
+FUSEDNGP_HD size_t fragment_half_index(size_t base, uint32_t kt_count, uint32_t k, uint32_t n) {
     const uint32_t kt = k / 16, kk = k % 16, nt = n / 8;
     const uint32_t lane = (n % 8) * 4 + (kk % 8) / 2;
     const uint32_t half = (kk >= 8 ? 2u : 0u) + (kk & 1u);
@@ -63,22 +38,19 @@ struct MlpFragmentTargets {
     float* master = nullptr;
     uint16_t* w_fwd = nullptr;
     uint16_t* w_bwd = nullptr;
-    MlpFragmentShape shape;
+    MlpShape shape;
 };
 
 // Slots of parameter `p` (caller layout: layer by layer, W[out][in] row-major).
-FUSEDNGP_FRAG_HD MlpFragmentSlots mlp_fragment_slots(const MlpFragmentShape& s, size_t p) {
+FUSEDNGP_HD MlpFragmentSlots mlp_fragment_slots(const MlpShape& s, size_t p) {
     uint32_t l = 0;
-    while (l < s.n_hidden && p >= fragment_param_offset(s, l + 1)) ++l;
-    const uint32_t fi = l == 0 ? s.n_in : s.width;
-    const uint32_t fi_pad = l == 0 ? s.n_in_pad : s.width;
-    const uint32_t fo_pad = l == s.n_hidden ? s.n_out_pad : s.width;
-    const size_t local = p - fragment_param_offset(s, l);
-    const uint32_t out = (uint32_t)(local / fi), in = (uint32_t)(local % fi);
-    const size_t base = fragment_padded_offset(s, l);  // halves: entry offset * 4
+    while (l < s.n_hidden && p >= param_offset(s, l + 1)) ++l;
+    const size_t local = p - param_offset(s, l);
+    const uint32_t out = (uint32_t)(local / fan_in(s, l)), in = (uint32_t)(local % fan_in(s, l));
+    const size_t base = padded_offset(s, l);  // halves: entry offset * 4
     MlpFragmentSlots slots;
-    slots.fwd = fragment_half_index(base, fi_pad / 16, in, out);  // B = W^T: B[in][out]
-    slots.bwd = fragment_half_index(base, fo_pad / 16, out, in);  // B = W:   B[out][in]
+    slots.fwd = fragment_half_index(base, fan_in_pad(s, l) / 16, in, out);   // B = W^T: B[in][out]
+    slots.bwd = fragment_half_index(base, fan_out_pad(s, l) / 16, out, in);  // B = W:   B[out][in]
     return slots;
 }
 

@@ -59,7 +59,10 @@ inline uint32_t strata_side(uint32_t n) {
 // adds then stay spread over many addresses. The multiplier is side^2 over
 // the golden ratio (Fibonacci hashing), made coprime with side^2 so the map
 // is a bijection. (A fixed large prime is not enough: 2^32 - 5 is -5 modulo
-// 2^18, which put a warp's samples 5 cells apart on one row.)
+// 2^18, which put a warp's samples 5 cells apart on one row.) The samplers
+// call stratum_at (below, with a Barrett reduction); stratum_of is the plain
+// reference the tests hold it to.
+//
 // n over the golden ratio, odd, made coprime with n: i -> (i * m) mod n is
 // then a bijection on [0, n) that puts consecutive i far apart.
 inline uint64_t fibonacci_multiplier(uint64_t n) {

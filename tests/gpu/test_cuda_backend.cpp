@@ -629,7 +629,7 @@ MlpBuffers mlp_buffers(CudaBackend& backend) {
     backend.synchronize();
     auto& fused = dynamic_cast<gpu::FusedMlp&>(backend.mlp());
     const gpu::MlpFragmentTargets t = fused.fragment_targets();
-    const size_t padded = gpu::fragment_padded_offset(t.shape, t.shape.n_hidden) + (size_t)t.shape.width * t.shape.n_out_pad;
+    const size_t padded = gpu::n_params_padded(t.shape);
     MlpBuffers b;
     b.master.resize(fused.n_params());
     b.w_fwd.resize(padded);

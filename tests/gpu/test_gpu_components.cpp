@@ -7,6 +7,7 @@
 // written". Tests that need a device skip themselves when cudaGetDeviceCount
 // finds none; the config-error tests run everywhere.
 
+#include "core/env.h"
 #include "core/rng.h"
 #include "encodings/encoding.h"
 #include "encodings/grid.h"
@@ -50,10 +51,7 @@ constexpr double kElementwiseTolerance = 1e-5;
 // atomics on a few dozen rows took minutes per case under it, and the whole
 // component binary did not fit a 10-minute device call.
 uint32_t large_batch(uint32_t rows) {
-    static const bool under_sanitizer = [] {
-        const char* v = std::getenv("FUSEDNGP_TEST_UNDER_SANITIZER");
-        return v != nullptr && std::string(v) == "1";
-    }();
+    static const bool under_sanitizer = env_flag_set("FUSEDNGP_TEST_UNDER_SANITIZER");
     return under_sanitizer ? std::min(rows, 10007u) : rows;
 }
 
@@ -1316,8 +1314,8 @@ TEST_F(GpuTest, FusedUpdateStepSizeSequence) {
 // to the MLP's fp32 master and its two fp16 fragment slots (what FusedMlp's
 // set_params_device would write for it); padding slots stay as they were.
 TEST_F(GpuTest, FusedUpdateWritesMlpFragments) {
-    const MlpFragmentShape shape{5, 16, 16, 2, 3, 16};  // 384 weights
-    const size_t n_net = fragment_n_params(shape), padded = fragment_padded_offset(shape, 2) + 16 * 16;
+    const MlpShape shape{5, 16, 16, 2, 3, 16};  // 384 weights
+    const size_t n_net = n_params(shape), padded = n_params_padded(shape);
     ASSERT_EQ(n_net, 384u);
     const std::vector<ParamGroup> groups = {{"encoding", 0, 4002, 2}, {"network", 4002, n_net, 1}};
     const size_t extent = 4002 + n_net;

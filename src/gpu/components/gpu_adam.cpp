@@ -3,9 +3,6 @@
 #include "launch_optimizers.h"
 #include "optimizers/param_groups.h"
 
-#include <cstdlib>
-#include <string>
-
 namespace fusedngp::gpu {
 
 namespace {
@@ -24,15 +21,9 @@ AdamConstants adam_constants(const AdamSettings& s) {
     return k;
 }
 
-bool env_unfused_update() {
-    const char* v = std::getenv("FUSEDNGP_UNFUSED_UPDATE");
-    return v != nullptr && std::string(v) == "1";
-}
-
 } // namespace
 
-GpuAdam::GpuAdam(const AdamSettings& settings)
-    : GpuLeafOptimizer(settings.learning_rate), fused_(!env_unfused_update()), settings_(settings) {}
+GpuAdam::GpuAdam(const AdamSettings& settings) : GpuLeafOptimizer(settings.learning_rate), settings_(settings) {}
 
 void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t stream) {
     groups_ = groups;
@@ -137,7 +128,7 @@ bool GpuAdam::set_fragment_outputs(const std::string& group, const MlpFragmentTa
     }
     if (!fused_applies() || !targets->master || !targets->w_fwd || !targets->w_bwd) return false;
     for (const ParamGroup& g : groups_) {
-        if (g.name != group || g.size == 0 || g.size != fragment_n_params(targets->shape)) continue;
+        if (g.name != group || g.size == 0 || g.size != gpu::n_params(targets->shape)) continue;
         fragment_group_ = group;
         fragments_ = *targets;
         return true;

@@ -4,7 +4,7 @@
 // launch per step for all groups (the fused update: the begin-step scalars
 // computed in it, sparse rows and MLP fragment outputs written by it); the
 // per-group launches after a one-thread begin-step kernel with
-// set_fused_update(false) or FUSEDNGP_UNFUSED_UPDATE=1.
+// set_fused_update(false) (CudaBackend: FUSEDNGP_UNFUSED_UPDATE=1).
 #pragma once
 
 #include "gpu/components/gpu_leaf_optimizer.h"
@@ -33,7 +33,7 @@ private:
     void step_fused(float* d_params, const float* d_grads, cudaStream_t stream);
     std::string sparse_group_;
     __half* half_mirror_ = nullptr;
-    bool fused_;
+    bool fused_ = true;
     unsigned int resident_blocks_ = 0;  // one wave of the fused kernel (allocate)
     std::string fragment_group_;
     MlpFragmentTargets fragments_;

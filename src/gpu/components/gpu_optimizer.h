@@ -80,7 +80,7 @@ public:
     // The update's launch shape (docs/GPU_COMPONENTS.md, "Fused Adam update"):
     // on, Adam updates all its groups in one launch with the begin-step work
     // folded in (bit-identical results); off, the per-group launches before
-    // it (A/B). On by default unless the environment sets
+    // it (A/B). On by default; CudaBackend sets it from
     // FUSEDNGP_UNFUSED_UPDATE=1. Wrappers pass it down; SGD ignores it.
     // Turning it off also drops set_fragment_outputs.
     virtual void set_fused_update(bool on) { (void)on; }
