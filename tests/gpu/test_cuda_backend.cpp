@@ -784,6 +784,44 @@ TEST(CudaBackend, FusedUpdateTrainsLikePerGroupLaunches) {
     EXPECT_NEAR(psnr[0], psnr[1], 0.3);
 }
 
+// FUSEDNGP_NO_CONDITIONAL_GRAPH=1 (scripts/gpu-check sets it for the
+// sanitizer runs, which cannot run a conditional graph): no update graph,
+// the fallback's plain launches of the same kernels. It trains like the graph
+// path, and an overflowing step still leaves finite parameters and halves
+// the scale (updated with zero gradients instead of skipped).
+TEST(CudaBackend, WithoutConditionalGraphTrainsOnPlainLaunches) {
+    REQUIRE_DEVICE();
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    struct Unset {
+        ~Unset() { ::unsetenv("FUSEDNGP_NO_CONDITIONAL_GRAPH"); }
+    } unset;
+    ASSERT_EQ(::setenv("FUSEDNGP_NO_CONDITIONAL_GRAPH", "1", 1), 0);
+    CudaBackend plain(image_fit_config(), data, 5);
+    ::unsetenv("FUSEDNGP_NO_CONDITIONAL_GRAPH");
+    CudaBackend graph(image_fit_config(), data, 5);
+    EXPECT_FALSE(plain.exact_skip());
+    EXPECT_TRUE(plain.update_graph_nodes().empty());
+    EXPECT_EQ(plain.mlp_refresh_in_update(), graph.mlp_refresh_in_update());
+    for (int s = 0; s < 200; ++s) {
+        plain.train_step(1 << 14);
+        graph.train_step(1 << 14);
+    }
+    plain.synchronize();
+    graph.synchronize();
+    const double psnr_plain = psnr_of(plain, image), psnr_graph = psnr_of(graph, image);
+    std::printf("PSNR after 200 steps: plain launches %.3f dB, update graph %.3f dB\n", psnr_plain, psnr_graph);
+    EXPECT_NEAR(psnr_plain, psnr_graph, 0.3);
+
+    Matrix<float> in, target;
+    random_batch(4096, 3, 2, in, target);
+    plain.set_loss_scale(1e30f);  // dL/dout * scale overflows fp16
+    plain.train_step_on(in, target);
+    EXPECT_TRUE(all_finite(plain.params()));
+    EXPECT_EQ(plain.skipped_steps(), 1u);
+    EXPECT_EQ(plain.loss_scale(), 0.5e30f);
+}
+
 // The image-fit step's split per path (not a pass/fail test: the numbers for
 // docs/CUDA_BACKEND.md): median over 300 synchronised steps at batch 2^18 of
 // the events around the update (graph + zero_if_flagged), the paths
