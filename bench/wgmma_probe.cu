@@ -109,6 +109,8 @@ enum class Mode {
     RsInterleave,            // A from registers, B K-major no swizzle
     RsSw128,                 // A from registers, B K-major 128B swizzle
     RsSw128BMnMajor,         // A from registers, B MN-major 128B swizzle (imm-trans-b = 1)
+    SsSw128MnMajor,          // A and B from smem, both MN-major 128B (imm-trans-a = imm-trans-b = 1):
+                             // the wgmma training kernel's dW = delta^T h from row-major activation images
     NegativeSwappedStrides,  // SsInterleave with B's LBO and SBO swapped: must FAIL
 };
 
@@ -118,6 +120,7 @@ struct ModeTraits {
     Layout b_layout;
     int trans_b;
     bool swap_b_strides;
+    int trans_a = 0;  // SS only: 1 = A MN-major
 };
 
 __host__ __device__ constexpr ModeTraits mode_traits(Mode mode) {
@@ -127,6 +130,7 @@ __host__ __device__ constexpr ModeTraits mode_traits(Mode mode) {
     case Mode::RsInterleave: return {false, Layout::InterleaveK, Layout::InterleaveK, 0, false};
     case Mode::RsSw128: return {false, Layout::Sw128K, Layout::Sw128K, 0, false};
     case Mode::RsSw128BMnMajor: return {false, Layout::Sw128K, Layout::Sw128MN, 1, false};
+    case Mode::SsSw128MnMajor: return {true, Layout::Sw128MN, Layout::Sw128MN, 1, false, 1};
     case Mode::NegativeSwappedStrides: return {true, Layout::InterleaveK, Layout::InterleaveK, 0, true};
     }
     return {true, Layout::InterleaveK, Layout::InterleaveK, 0, false};
@@ -156,7 +160,7 @@ __device__ __forceinline__ void k_loop_a_from_smem(float (&d)[N / 2], uint32_t a
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < kKSteps; ++s)
-            wgmma_ss<0, t.trans_b>(d, desc_a + (kstep_offset(t.a_layout, s, kWarpgroupRows) >> 4),
+            wgmma_ss<t.trans_a, t.trans_b>(d, desc_a + (kstep_offset(t.a_layout, s, kWarpgroupRows) >> 4),
                                 desc_b + (kstep_offset(t.b_layout, s, N) >> 4), rep > 0 || s > 0);
         wgmma_commit();
         wgmma_wait<1>();
@@ -339,6 +343,8 @@ void add_cases(std::vector<Case>& cases) {
     cases.push_back({"rs_sw128", N, 1, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 1>});
     cases.push_back({"rs_sw128_b_mn_major", N, 1, Kind::Wgmma, Mode::RsSw128BMnMajor, false,
                      wgmma_probe_kernel<N, Mode::RsSw128BMnMajor, 1>});
+    cases.push_back({"ss_sw128_ab_mn_major", N, 2, Kind::Wgmma, Mode::SsSw128MnMajor, false,
+                     wgmma_probe_kernel<N, Mode::SsSw128MnMajor, 2>});
     cases.push_back({"ss_sw128", N, 2, Kind::Wgmma, Mode::SsSw128, false, wgmma_probe_kernel<N, Mode::SsSw128, 2>});
     cases.push_back({"rs_sw128", N, 2, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 2>});
     cases.push_back({"chain_rs_sw128", N, 1, Kind::Chain, Mode::RsSw128, false, wgmma_chain_kernel<N>});
@@ -492,8 +498,8 @@ void print_case(const Case& c) {
         return;
     }
     const ModeTraits t = mode_traits(c.mode);
-    std::printf("[A %-13s B %-13s tb=%d] ", t.a_from_smem ? layout_name(t.a_layout) : "registers",
-                layout_name(t.b_layout), t.trans_b);
+    std::printf("[A %-13s B %-13s ta=%d tb=%d] ", t.a_from_smem ? layout_name(t.a_layout) : "registers",
+                layout_name(t.b_layout), t.trans_a, t.trans_b);
 }
 
 // ---------------------------------------------------------------------------
@@ -625,7 +631,7 @@ std::vector<float> emulate_case(const Case& c, const HostData& h) {
     if (t.swap_b_strides) b_fields = {b_fields.stride_byte_offset, b_fields.leading_byte_offset, b_fields.swizzle_code};
     std::vector<float> out;
     for (int g = 0; g < c.warpgroups; ++g) {
-        const OperandView a_view{&image, uint32_t(g * a_tile_bytes()), descriptor_fields(t.a_layout, kK), false};
+        const OperandView a_view{&image, uint32_t(g * a_tile_bytes()), descriptor_fields(t.a_layout, kK), t.trans_a == 1};
         const OperandView b_view{&image, uint32_t(b_region_offset(c.mode, c.warpgroups)), b_fields, t.trans_b == 1};
         auto a_value = [&](int m, int k) { return double(a_at(h, g * kWarpgroupRows + m, k)); };
         std::vector<double> d =

@@ -494,9 +494,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(cons
     const SmemLayout L = smem_layout(W, KIN, int(p.shape.n_hidden));
     load_weight_images<W, KIN>(p, smem, L);
     const int g = int(threadIdx.x) / kWarpgroupThreads, t = int(threadIdx.x) % kWarpgroupThreads;
-    auto rows_of = [&](uint32_t tile) {
+    auto rows_of = [&](uint32_t tile) {  // valid: 0 past the last tile or the batch, else up to 64
         const uint32_t row0 = tile * kTileRows + uint32_t(kWarpgroupRows * g);
-        return RowState{row0, tile < p.n_tiles ? int(p.batch) - int(row0) : 0, g, t};
+        const bool inside = tile < p.n_tiles && row0 < p.batch;
+        return RowState{row0, inside ? int(min(p.batch - row0, uint32_t(kWarpgroupRows))) : 0, g, t};
     };
     float loss_sum = 0.f;
     bool din_bad = false, first_tile = true;
