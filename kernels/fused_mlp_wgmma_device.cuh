@@ -39,6 +39,21 @@ namespace fusedngp::gpu::wgmma_train {
 
 using namespace fusedngp::gpu::wgmma;
 
+// The kernel's per-thread helpers that touch no wgmma and no device-only
+// intrinsic are host-callable too: tests/gpu/test_wgmma_train_emulate.cu runs
+// them on the host around an emulated wgmma, so the image addressing,
+// descriptors and fragment maps are checked without a GPU.
+#define FUSEDNGP_WGMMA_HD __host__ __device__ __forceinline__
+
+// A read-only global load: __ldg on the device, a plain read on the host.
+FUSEDNGP_WGMMA_HD float load_global(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = kWarpgroups * kWarpgroupThreads;
 constexpr int kTileRows = kWarpgroups * kWarpgroupRows;  // rows per block tile
@@ -93,20 +108,20 @@ __host__ __device__ constexpr size_t smem_bytes_for(int width, int kin, int hidd
 // MN-major A^T or B (feature = mn, row = k) by the weight-gradient products:
 // the same bytes (tile_offset's identity).
 template <int W>
-__device__ __forceinline__ uint32_t act_offset(int row, int feature) {
+FUSEDNGP_WGMMA_HD uint32_t act_offset(int row, int feature) {
     return tile_offset(Layout::Sw128MN, feature, row, W, kTileRows);
 }
 // x^T and (dL/dy)^T: K-major B of the weight-gradient products (n = feature,
 // k = row); stored transposed because n_in and n_out are narrower than an MN-major atom.
 template <int COLS>
-__device__ __forceinline__ uint32_t transposed_offset(int row, int feature) {
+FUSEDNGP_WGMMA_HD uint32_t transposed_offset(int row, int feature) {
     return tile_offset(Layout::Sw128K, feature, row, COLS, kTileRows);
 }
 
-__device__ __forceinline__ void store_u32(uint8_t* smem, uint32_t offset, uint32_t v) {
+FUSEDNGP_WGMMA_HD void store_u32(uint8_t* smem, uint32_t offset, uint32_t v) {
     *reinterpret_cast<uint32_t*>(smem + offset) = v;
 }
-__device__ __forceinline__ void store_half(uint8_t* smem, uint32_t offset, float v) {
+FUSEDNGP_WGMMA_HD void store_half(uint8_t* smem, uint32_t offset, float v) {
     *reinterpret_cast<__half*>(smem + offset) = __float2half_rn(v);
 }
 
@@ -116,16 +131,18 @@ __device__ __forceinline__ void store_half(uint8_t* smem, uint32_t offset, float
 // [K][N], entry (nt * K/16 + kt) * 32 + lane holds B[k0][n], B[k0+1][n] |
 // B[k0+8][n], B[k0+9][n], n = 8 nt + lane/4, k0 = 16 kt + 2 (lane % 4)) into
 // a K-major 128B image whose rows are n and columns k.
+FUSEDNGP_WGMMA_HD void scatter_fragment_entry(uint2 v, uint32_t e, uint32_t kt_count, uint8_t* image, int image_rows,
+                                                int image_cols) {
+    const uint32_t lane = e % 32u, tile = e / 32u, nt = tile / kt_count, kt = tile % kt_count;
+    const int n = int(nt * 8u + lane / 4u), k0 = int(kt * 16u + 2u * (lane % 4u));
+    store_u32(image, tile_offset(Layout::Sw128K, n, k0, image_rows, image_cols), v.x);
+    store_u32(image, tile_offset(Layout::Sw128K, n, k0 + 8, image_rows, image_cols), v.y);
+}
 __device__ __forceinline__ void scatter_fragments(const uint2* __restrict__ frags, uint32_t k_pad, uint32_t n_pad,
                                                   uint8_t* image, int image_rows, int image_cols) {
     const uint32_t kt_count = k_pad / 16u, entries = k_pad * n_pad / 4u;
-    for (uint32_t e = threadIdx.x; e < entries; e += kThreads) {
-        const uint32_t lane = e % 32u, tile = e / 32u, nt = tile / kt_count, kt = tile % kt_count;
-        const int n = int(nt * 8u + lane / 4u), k0 = int(kt * 16u + 2u * (lane % 4u));
-        const uint2 v = __ldg(frags + e);
-        store_u32(image, tile_offset(Layout::Sw128K, n, k0, image_rows, image_cols), v.x);
-        store_u32(image, tile_offset(Layout::Sw128K, n, k0 + 8, image_rows, image_cols), v.y);
-    }
+    for (uint32_t e = threadIdx.x; e < entries; e += kThreads)
+        scatter_fragment_entry(__ldg(frags + e), e, kt_count, image, image_rows, image_cols);
 }
 
 // Zero first: W_0's image is read up to KIN columns, past n_in_pad.
@@ -153,10 +170,15 @@ struct Operand {
     int rows_mn;  // for the K-major k-step (next 64-wide k block)
 };
 
-__device__ __forceinline__ Operand operand(const uint8_t* tile, Layout layout, int rows_mn, int cols_k) {
-    return {make_descriptor(shared_address(tile), descriptor_fields(layout, cols_k)), layout, rows_mn};
+// `address`: the tile's shared-memory address (the emulator: its offset from
+// a 1024-byte aligned base).
+FUSEDNGP_WGMMA_HD Operand operand_at(uint32_t address, Layout layout, int rows_mn, int cols_k) {
+    return {make_descriptor(address, descriptor_fields(layout, cols_k)), layout, rows_mn};
 }
-__device__ __forceinline__ uint64_t at_step(const Operand& o, int step) {
+__device__ __forceinline__ Operand operand(const uint8_t* tile, Layout layout, int rows_mn, int cols_k) {
+    return operand_at(shared_address(tile), layout, rows_mn, cols_k);
+}
+FUSEDNGP_WGMMA_HD uint64_t at_step(const Operand& o, int step) {
     return o.desc + (kstep_offset(o.layout, step, o.rows_mn) >> 4);
 }
 
@@ -186,7 +208,7 @@ __device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, c
 // ---- Register <-> image helpers (warpgroup thread t, warpgroup g) --------------------
 
 template <int NREG>
-__device__ __forceinline__ void relu_to_fragments(float (&acc)[NREG], uint32_t (&a)[NREG / 8][4]) {
+FUSEDNGP_WGMMA_HD void relu_to_fragments(float (&acc)[NREG], uint32_t (&a)[NREG / 8][4]) {
 #pragma unroll
     for (int i = 0; i < NREG; ++i) acc[i] = fmaxf(acc[i], 0.f);
     accumulators_to_a_fragments(acc, a);
@@ -227,7 +249,7 @@ __host__ __device__ constexpr bool act_addressing_matches() {
 // Fragment register a[j][r] holds the accumulator pair 8j + 2r, 8j + 2r + 1:
 // one 4-byte store of two adjacent features.
 template <int W>
-__device__ __forceinline__ void store_activation(const uint32_t (&a)[W / 16][4], uint8_t* image, const ActAddressing& at) {
+FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[W / 16][4], uint8_t* image, const ActAddressing& at) {
 #pragma unroll
     for (int j = 0; j < W / 16; ++j)
 #pragma unroll
@@ -237,7 +259,7 @@ __device__ __forceinline__ void store_activation(const uint32_t (&a)[W / 16][4],
 // acc *= ReLU'(z_l) = [h_l > 0], h_l read back from its image at this
 // thread's own accumulator positions (it wrote them itself: no barrier).
 template <int W>
-__device__ __forceinline__ void apply_relu_mask(float (&acc)[W / 2], const uint8_t* h_image, const ActAddressing& at) {
+FUSEDNGP_WGMMA_HD void apply_relu_mask(float (&acc)[W / 2], const uint8_t* h_image, const ActAddressing& at) {
 #pragma unroll
     for (int i = 0; i < W / 2; i += 2) {
         const __half2 h = *reinterpret_cast<const __half2*>(h_image + act_offset_of(at, i));
@@ -249,7 +271,7 @@ __device__ __forceinline__ void apply_relu_mask(float (&acc)[W / 2], const uint8
 // This warpgroup's 64 input rows as fp16 A fragments (zero past the batch
 // and past n_in). row0: the warpgroup's first row in the batch.
 template <int KIN>
-__device__ __forceinline__ void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
+FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
                                                      uint32_t (&xa)[KIN / 16][4]) {
     const uint32_t n_in = p.shape.n_in;
 #pragma unroll
@@ -261,43 +283,43 @@ __device__ __forceinline__ void load_input_fragments(const KernelArgs& p, uint32
             float v0 = 0.f, v1 = 0.f;
             if (pos.row < valid) {
                 const float* src = p.in + size_t(row0 + pos.row) * n_in;
-                if (k < n_in) v0 = __ldg(src + k);
-                if (k + 1 < n_in) v1 = __ldg(src + k + 1);
+                if (k < n_in) v0 = load_global(src + k);
+                if (k + 1 < n_in) v1 = load_global(src + k + 1);
             }
             xa[s][r] = pack_half2(v0, v1);
         }
 }
 
 template <int KIN>
-__device__ __forceinline__ void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint8_t* image, int g, int t) {
+FUSEDNGP_WGMMA_HD void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint8_t* image, int g, int t) {
 #pragma unroll
     for (int s = 0; s < KIN / 16; ++s)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
             const int row = kWarpgroupRows * g + pos.row, k = 16 * s + pos.col;
-            const __half2 h = *reinterpret_cast<const __half2*>(&xa[s][r]);
-            *reinterpret_cast<__half*>(image + transposed_offset<KIN>(row, k)) = __low2half(h);
-            *reinterpret_cast<__half*>(image + transposed_offset<KIN>(row, k + 1)) = __high2half(h);
+            // The fragment's two halves (lower k in the low half), bit for bit.
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k)) = uint16_t(xa[s][r] & 0xFFFFu);
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k + 1)) = uint16_t(xa[s][r] >> 16);
         }
 }
 
 // dL/dy or the target at this thread's 8 output positions (0 outside), read
 // at the tile's start so that the latency hides behind the forward pass.
-__device__ __forceinline__ void load_loss_inputs(const KernelArgs& p, uint32_t row0, int valid, int t, float (&v)[8]) {
+FUSEDNGP_WGMMA_HD void load_loss_inputs(const KernelArgs& p, uint32_t row0, int valid, int t, float (&v)[8]) {
     const float* src = p.loss == LossKind::FromGradient ? p.dout : p.target;
     const uint32_t n_out = p.shape.n_out;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const RowCol pos = accumulator_position(t, i);
         const bool ok = pos.row < valid && uint32_t(pos.col) < n_out;
-        v[i] = ok ? __ldg(src + size_t(row0 + pos.row) * n_out + pos.col) : 0.f;
+        v[i] = ok ? load_global(src + size_t(row0 + pos.row) * n_out + pos.col) : 0.f;
     }
 }
 
 // y (output None: y = z) to p.out; y becomes loss_scale * dL/dy in place (0
 // past the batch and past n_out); the loss values go to loss_sum.
-__device__ __forceinline__ void output_loss(const KernelArgs& p, float (&y)[8], const float (&loss_in)[8],
+FUSEDNGP_WGMMA_HD void output_loss(const KernelArgs& p, float (&y)[8], const float (&loss_in)[8],
                                             uint32_t row0, int valid, int t, float& loss_sum) {
     const uint32_t n_out = p.shape.n_out;
 #pragma unroll
@@ -315,7 +337,59 @@ __device__ __forceinline__ void output_loss(const KernelArgs& p, float (&y)[8], 
     }
 }
 
-// ---- The per-warpgroup chain: forward, loss, deltas, dL/dinput ------------------------
+// ---- Where everything is: image offsets and the operands of each product ---------------
+// Shared by the kernel (base = the aligned shared-memory address) and the
+// host emulator (base = 0), so both read the same images through the same
+// descriptors.
+
+template <int W>
+struct Images {
+    SmemLayout L;
+    FUSEDNGP_WGMMA_HD uint32_t h(uint32_t l) const { return L.h + l * activation_bytes(W); }
+    FUSEDNGP_WGMMA_HD uint32_t delta(uint32_t l) const { return L.delta + l * activation_bytes(W); }
+    FUSEDNGP_WGMMA_HD uint32_t hidden_weight(uint32_t l) const { return L.w_hidden + (l - 1) * hidden_weight_bytes(W); }
+};
+
+// B of forward layer l (0..D): W_l read K-major (rows out, k in).
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand forward_weight(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.w0, Layout::Sw128K, W, KIN);
+    if (l == D) return operand_at(base + im.L.w_out, Layout::Sw128K, kOutPad, W);
+    return operand_at(base + im.hidden_weight(l), Layout::Sw128K, W, W);
+}
+// B of the backward product through layer l: delta_{l-1} = delta_l W_l for
+// l >= 1 (the forward image read MN-major, K = fan_out), dL/dinput through
+// W_0^T's own K-major image for l = 0.
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand backward_weight(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.w0t, Layout::Sw128K, KIN, W);
+    if (l == D) return operand_at(base + im.L.w_out, Layout::Sw128MN, W, kOutPad);
+    return operand_at(base + im.hidden_weight(l), Layout::Sw128MN, W, W);
+}
+// A of dW_l's chunk m (64 rows of the result): delta_l^T for l < D, and
+// h_{D-1}^T for the output layer (computed transposed); MN-major, trans-a.
+template <int W>
+FUSEDNGP_WGMMA_HD Operand weight_gradient_a(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D, int m) {
+    const uint32_t image = l == D ? im.h(D - 1) : im.delta(l);
+    return operand_at(base + image + mn_block_offset_sw128mn(m, kTileRows), Layout::Sw128MN, W, kTileRows);
+}
+// B of dW_l: x^T (K-major) for l = 0, h_{l-1} (MN-major, trans-b) for hidden
+// layers, (dL/dy)^T (K-major) for the output layer.
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand weight_gradient_b(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.x, Layout::Sw128K, KIN, kTileRows);
+    if (l == D) return operand_at(base + im.L.d_out, Layout::Sw128K, kOutPad, kTileRows);
+    return operand_at(base + im.h(l - 1), Layout::Sw128MN, W, kTileRows);
+}
+
+// loss_scale * dL/dy (the output accumulators after output_loss) into its
+// transposed image, one half per element.
+FUSEDNGP_WGMMA_HD void store_output_delta_image(const float (&d)[8], uint8_t* image, int g, int t) {
+    for (int i = 0; i < 8; ++i) {
+        const RowCol pos = accumulator_position(t, i);
+        store_half(image, transposed_offset<kOutPad>(kWarpgroupRows * g + pos.row, pos.col), d[i]);
+    }
+}
 
 struct RowState {
     uint32_t row0;  // the warpgroup's first row in the batch
@@ -323,76 +397,91 @@ struct RowState {
     int g, t;       // warpgroup, thread in it
 };
 
+// dL/dinput = acc / loss_scale for rows inside the batch and columns < n_in;
+// bad is set by a non-finite value.
+template <int KIN>
+FUSEDNGP_WGMMA_HD void store_input_gradient(const KernelArgs& p, const float (&acc)[KIN / 2], const RowState& rs,
+                                            bool& bad) {
+    const uint32_t n_in = p.shape.n_in;
+    for (int i = 0; i < KIN / 2; ++i) {
+        const RowCol pos = accumulator_position(rs.t, i);
+        if (pos.row >= rs.valid || uint32_t(pos.col) >= n_in) continue;
+        const float v = acc[i] * p.inv_loss_scale;
+        p.din[size_t(rs.row0 + pos.row) * n_in + pos.col] = v;
+        bad |= !isfinite(v);
+    }
+}
+
+// The partial's element of dW chunk register pair 2i (rows o0.. = outputs,
+// columns = inputs; ld = the padded fan-in), or -1 past col_limit.
+FUSEDNGP_WGMMA_HD long long partial_pair_index(int t, int i, uint32_t ld, int o0, uint32_t col_limit) {
+    const RowCol pos = accumulator_position(t, 2 * i);
+    if (uint32_t(pos.col) >= col_limit) return -1;
+    return (long long)(o0 + pos.row) * ld + pos.col;
+}
+// The same for the transposed output-layer chunk (rows i0.. = inputs, columns = outputs).
+FUSEDNGP_WGMMA_HD long long partial_transposed_index(int t, int i, uint32_t ld, int i0) {
+    const RowCol pos = accumulator_position(t, i);
+    return (long long)pos.col * ld + i0 + pos.row;
+}
+
+// ---- The per-warpgroup chain: forward, loss, deltas, dL/dinput ------------------------
+
 template <int W, int KIN>
-__device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const SmemLayout& L, const RowState& rs,
+__device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const Images<W>& im, const RowState& rs,
                                       uint32_t (&xa)[KIN / 16][4], float& loss_sum, bool& din_bad) {
-    const uint32_t D = p.shape.n_hidden;
+    const uint32_t D = p.shape.n_hidden, base = shared_address(smem);
     float loss_in[8];
     load_loss_inputs(p, rs.row0, rs.valid, rs.t, loss_in);
-    store_input_image<KIN>(xa, smem + L.x, rs.g, rs.t);
+    store_input_image<KIN>(xa, smem + im.L.x, rs.g, rs.t);
     const ActAddressing at = act_addressing(rs.g, rs.t);
 
     // Forward: h_l = fp16(ReLU(h_{l-1} W_l^T)), kept as A fragments and imaged.
     float acc[W / 2];
     uint32_t ha[W / 16][4];
-    product_rs<0>(acc, xa, operand(smem + L.w0, Layout::Sw128K, W, KIN));
+    product_rs<0>(acc, xa, forward_weight<W, KIN>(base, im, 0, D));
     relu_to_fragments(acc, ha);
-    store_activation<W>(ha, smem + L.h, at);
+    store_activation<W>(ha, smem + im.h(0), at);
     for (uint32_t l = 1; l < D; ++l) {
-        const uint8_t* w = smem + L.w_hidden + (l - 1) * hidden_weight_bytes(W);
-        product_rs<0>(acc, ha, operand(w, Layout::Sw128K, W, W));
+        product_rs<0>(acc, ha, forward_weight<W, KIN>(base, im, l, D));
         relu_to_fragments(acc, ha);
-        store_activation<W>(ha, smem + L.h + l * activation_bytes(W), at);
+        store_activation<W>(ha, smem + im.h(l), at);
     }
 
     // Output and loss: y (m64n16) -> loss_scale * dL/dy, one k-step of A.
     float y[8];
-    product_rs<0>(y, ha, operand(smem + L.w_out, Layout::Sw128K, kOutPad, W));
+    product_rs<0>(y, ha, forward_weight<W, KIN>(base, im, D, D));
     output_loss(p, y, loss_in, rs.row0, rs.valid, rs.t, loss_sum);
     uint32_t da[1][4];
     accumulators_to_a_fragments(y, da);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const RowCol pos = accumulator_position(rs.t, i);
-        store_half(smem + L.d_out, transposed_offset<kOutPad>(kWarpgroupRows * rs.g + pos.row, pos.col), y[i]);
-    }
+    store_output_delta_image(y, smem + im.L.d_out, rs.g, rs.t);
 
-    // delta_{D-1} = (dL/dy W_D) .* [h_{D-1} > 0]: W_D's image read MN-major (K = 16).
-    product_rs<1>(acc, da, operand(smem + L.w_out, Layout::Sw128MN, W, kOutPad));
-    apply_relu_mask<W>(acc, smem + L.h + (D - 1) * activation_bytes(W), at);
+    // delta_{l-1} = (delta_l W_l) .* [h_{l-1} > 0], from the output layer down.
+    product_rs<1>(acc, da, backward_weight<W, KIN>(base, im, D, D));
+    apply_relu_mask<W>(acc, smem + im.h(D - 1), at);
     accumulators_to_a_fragments(acc, ha);
-    store_activation<W>(ha, smem + L.delta + (D - 1) * activation_bytes(W), at);
-    for (uint32_t l = D - 1; l >= 1; --l) {  // delta_{l-1} = (delta_l W_l) .* [h_{l-1} > 0]
-        const uint8_t* w = smem + L.w_hidden + (l - 1) * hidden_weight_bytes(W);
-        product_rs<1>(acc, ha, operand(w, Layout::Sw128MN, W, W));
-        apply_relu_mask<W>(acc, smem + L.h + (l - 1) * activation_bytes(W), at);
+    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        product_rs<1>(acc, ha, backward_weight<W, KIN>(base, im, l, D));
+        apply_relu_mask<W>(acc, smem + im.h(l - 1), at);
         accumulators_to_a_fragments(acc, ha);
-        store_activation<W>(ha, smem + L.delta + (l - 1) * activation_bytes(W), at);
+        store_activation<W>(ha, smem + im.delta(l - 1), at);
     }
 
-    // dL/dinput = delta_0 W_0 / loss_scale, through W_0^T's K-major image.
+    // dL/dinput = delta_0 W_0 / loss_scale.
     if (p.din == nullptr) return;
     float din[KIN / 2];
-    product_rs<0>(din, ha, operand(smem + L.w0t, Layout::Sw128K, KIN, W));
-    const uint32_t n_in = p.shape.n_in;
-#pragma unroll
-    for (int i = 0; i < KIN / 2; ++i) {
-        const RowCol pos = accumulator_position(rs.t, i);
-        if (pos.row >= rs.valid || uint32_t(pos.col) >= n_in) continue;
-        const float v = din[i] * p.inv_loss_scale;
-        p.din[size_t(rs.row0 + pos.row) * n_in + pos.col] = v;
-        din_bad |= !isfinite(v);
-    }
+    product_rs<0>(din, ha, backward_weight<W, KIN>(base, im, 0, D));
+    store_input_gradient<KIN>(p, din, rs, din_bad);
 }
 
 // ---- Weight gradients from the images -------------------------------------------------
 
-// Adds a finished dW chunk (rows o0.., accumulator rows = outputs, columns =
-// inputs < col_limit) to the block's partial ([fan_out][ld] fp32): stored on
-// the block's first tile, then added with reductions that return nothing
-// (RED: no registers for old values, no wait for them). Each element has one
-// owning thread, whose same-address operations apply in program order, so
-// the sums keep a fixed order: deterministic.
+// Adds a finished dW chunk to the block's partial ([fan_out][ld] fp32):
+// stored on the block's first tile, then added with reductions that return
+// nothing (RED: no registers for old values, no wait for them). Each element
+// has one owning thread, whose same-address operations apply in program
+// order, so the sums keep a fixed order: deterministic.
 template <int NREG>
 __device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* partial, uint32_t ld, int o0,
                                                      uint32_t col_limit, int t, bool first_tile) {
@@ -400,9 +489,9 @@ __device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* 
     pin_registers(acc);
 #pragma unroll
     for (int i = 0; i < NREG / 2; ++i) {
-        const RowCol pos = accumulator_position(t, 2 * i);
-        if (uint32_t(pos.col) >= col_limit) continue;
-        float2* cell = reinterpret_cast<float2*>(partial + size_t(o0 + pos.row) * ld + pos.col);
+        const long long index = partial_pair_index(t, i, ld, o0, col_limit);
+        if (index < 0) continue;
+        float2* cell = reinterpret_cast<float2*>(partial + index);
         const float2 v = make_float2(acc[2 * i], acc[2 * i + 1]);
         if (first_tile)
             *cell = v;
@@ -411,15 +500,13 @@ __device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* 
     }
 }
 
-// The same for dW_D^T: accumulator rows are inputs (i0..), columns outputs.
 __device__ __forceinline__ void add_transposed_chunk_to_partial(float (&acc)[8], float* partial, uint32_t ld, int i0,
                                                                 int t, bool first_tile) {
     wgmma_wait<0>();
     pin_registers(acc);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        const RowCol pos = accumulator_position(t, i);
-        float* cell = partial + size_t(pos.col) * ld + i0 + pos.row;
+        float* cell = partial + partial_transposed_index(t, i, ld, i0);
         if (first_tile)
             *cell = acc[i];
         else
@@ -427,32 +514,30 @@ __device__ __forceinline__ void add_transposed_chunk_to_partial(float (&acc)[8],
     }
 }
 
-// Warpgroup g takes the 64-wide chunks g, g + 2, ... of every dW.
+// Warpgroup g takes the 64-wide chunks g, g + 2, ... of every dW:
+//   dW_0[o][i]   = sum_r delta_0[r][o] x[r][i]
+//   dW_l[o][i]   = sum_r delta_l[r][o] h_{l-1}[r][i]
+//   dW_D^T[i][o] = sum_r h_{D-1}[r][i] (dL/dy)[r][o]
 template <int W, int KIN>
-__device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* smem, const SmemLayout& L, int g, int t,
+__device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* smem, const Images<W>& im, int g, int t,
                                                  bool first_tile) {
     const MlpShape& s = p.shape;
-    const uint32_t D = s.n_hidden;
+    const uint32_t D = s.n_hidden, base = shared_address(smem);
     float* partial = p.partial + size_t(blockIdx.x) * p.partial_stride;
-    const Operand x_t = operand(smem + L.x, Layout::Sw128K, KIN, kTileRows);
-    const Operand d_out_t = operand(smem + L.d_out, Layout::Sw128K, kOutPad, kTileRows);
     for (int m = g; m < W / 64; m += kWarpgroups) {
-        const uint32_t chunk = mn_block_offset_sw128mn(m, kTileRows);  // feature block m of an activation image
-        {  // dW_0[o][i] = sum_r delta_0[r][o] x[r][i]
+        {
             float acc[KIN / 2];
-            issue_ss<1, 0>(acc, operand(smem + L.delta + chunk, Layout::Sw128MN, W, kTileRows), x_t);
+            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, D, m), weight_gradient_b<W, KIN>(base, im, 0, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, t, first_tile);
         }
-        for (uint32_t l = 1; l < D; ++l) {  // dW_l[o][i] = sum_r delta_l[r][o] h_{l-1}[r][i]
+        for (uint32_t l = 1; l < D; ++l) {
             float acc[W / 2];
-            issue_ss<1, 1>(acc, operand(smem + L.delta + l * activation_bytes(W) + chunk, Layout::Sw128MN, W, kTileRows),
-                           operand(smem + L.h + (l - 1) * activation_bytes(W), Layout::Sw128MN, W, kTileRows));
+            issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, D, m), weight_gradient_b<W, KIN>(base, im, l, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, l), W, 64 * m, W, t, first_tile);
         }
-        {  // dW_D^T[i][o] = sum_r h_{D-1}[r][i] (dL/dy)[r][o]
+        {
             float acc[kOutPad / 2];
-            issue_ss<1, 0>(acc, operand(smem + L.h + (D - 1) * activation_bytes(W) + chunk, Layout::Sw128MN, W, kTileRows),
-                           d_out_t);
+            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
             add_transposed_chunk_to_partial(acc, partial + padded_offset(s, D), W, 64 * m, t, first_tile);
         }
     }
@@ -491,8 +576,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(cons
 #if FUSEDNGP_WGMMA_AVAILABLE
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
-    const SmemLayout L = smem_layout(W, KIN, int(p.shape.n_hidden));
-    load_weight_images<W, KIN>(p, smem, L);
+    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden))};
+    load_weight_images<W, KIN>(p, smem, im.L);
     const int g = int(threadIdx.x) / kWarpgroupThreads, t = int(threadIdx.x) % kWarpgroupThreads;
     auto rows_of = [&](uint32_t tile) {  // valid: 0 past the last tile or the batch, else up to 64
         const uint32_t row0 = tile * kTileRows + uint32_t(kWarpgroupRows * g);
@@ -506,18 +591,18 @@ __global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(cons
     for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
         __syncthreads();  // the previous tile's weight-gradient products are done with the images
         prefetch_input_l2(p, tile + 2 * gridDim.x);
-        chain<W, KIN>(p, smem, L, rows_of(tile), xa, loss_sum, din_bad);
+        chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
         // The next tile's input loads overlap the weight-gradient products.
         const RowState next = rows_of(tile + gridDim.x);
         load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
         fence_proxy_async_shared();  // the images were written by ordinary stores
         __syncthreads();
-        weight_gradients<W, KIN>(p, smem, L, g, t, first_tile);
+        weight_gradients<W, KIN>(p, smem, im, g, t, first_tile);
         first_tile = false;
     }
     if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && threadIdx.x % 32u == 0)
         atomicOr(p.nonfinite_flag, 1u);
-    if (p.loss_partial != nullptr) write_loss_partial(p, loss_sum, smem + L.scratch);
+    if (p.loss_partial != nullptr) write_loss_partial(p, loss_sum, smem + im.L.scratch);
 #else
     (void)p;
     __trap();  // built without sm_90a: the host never selects this kernel (wgmma_train_available)

@@ -327,7 +327,7 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ uint32_t pack_half2(float low, float high) {
+__host__ __device__ __forceinline__ uint32_t pack_half2(float low, float high) {
     const __half2 h = __floats2half2_rn(low, high);
     uint32_t bits;
     memcpy(&bits, &h, sizeof(bits));
@@ -338,7 +338,7 @@ __device__ __forceinline__ uint32_t pack_half2(float low, float high) {
 // exactly the A fragments of the next product's N / 16 k-steps (accumulator
 // chunks 2j and 2j + 1 are k-step j), with no shuffle.
 template <int NREG>
-__device__ __forceinline__ void accumulators_to_a_fragments(const float (&d)[NREG], uint32_t (&a)[NREG / 8][4]) {
+__host__ __device__ __forceinline__ void accumulators_to_a_fragments(const float (&d)[NREG], uint32_t (&a)[NREG / 8][4]) {
 #pragma unroll
     for (int j = 0; j < NREG / 8; ++j) {
         a[j][0] = pack_half2(d[8 * j + 0], d[8 * j + 1]);  // rows l/4,   k 2(l%4)+{0,1}
