@@ -111,6 +111,7 @@ enum class Mode {
     RsSw128BMnMajor,         // A from registers, B MN-major 128B swizzle (imm-trans-b = 1)
     SsSw128MnMajor,          // A and B from smem, both MN-major 128B (imm-trans-a = imm-trans-b = 1):
                              // the wgmma training kernel's dW = delta^T h from row-major activation images
+    SsSw128AMnMajor,         // A MN-major (trans-a), B K-major 128B: the kernel's narrow dW (x^T, dL/dy^T as B)
     NegativeSwappedStrides,  // SsInterleave with B's LBO and SBO swapped: must FAIL
 };
 
@@ -131,6 +132,7 @@ __host__ __device__ constexpr ModeTraits mode_traits(Mode mode) {
     case Mode::RsSw128: return {false, Layout::Sw128K, Layout::Sw128K, 0, false};
     case Mode::RsSw128BMnMajor: return {false, Layout::Sw128K, Layout::Sw128MN, 1, false};
     case Mode::SsSw128MnMajor: return {true, Layout::Sw128MN, Layout::Sw128MN, 1, false, 1};
+    case Mode::SsSw128AMnMajor: return {true, Layout::Sw128MN, Layout::Sw128K, 0, false, 1};
     case Mode::NegativeSwappedStrides: return {true, Layout::InterleaveK, Layout::InterleaveK, 0, true};
     }
     return {true, Layout::InterleaveK, Layout::InterleaveK, 0, false};
@@ -351,8 +353,20 @@ void add_cases(std::vector<Case>& cases) {
     cases.push_back({"mma_sync_sw128", N, 1, Kind::MmaSync, Mode::SsSw128, false, mma_sync_probe_kernel<N>});
 }
 
+// N = 16 and 32: the training kernel's narrow products (the output layer and
+// dL/dinput: A from registers, B K-major with 16 / 32 rows; dW_0 and the
+// output layer's dW: A MN-major, B K-major). Checked, not timed.
+template <int N>
+void add_narrow_cases(std::vector<Case>& cases) {
+    cases.push_back({"rs_sw128", N, 1, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 1>});
+    cases.push_back({"ss_sw128_a_mn_major", N, 2, Kind::Wgmma, Mode::SsSw128AMnMajor, false,
+                     wgmma_probe_kernel<N, Mode::SsSw128AMnMajor, 2>});
+}
+
 std::vector<Case> all_cases() {
     std::vector<Case> cases;
+    add_narrow_cases<16>(cases);
+    add_narrow_cases<32>(cases);
     add_cases<64>(cases);
     add_cases<128>(cases);
     add_cases<256>(cases);
@@ -751,7 +765,7 @@ double time_case(const Case& c, const HostData& h, const __half* a_device, int s
 int run_time(const HostData& h, const __half* a_device, int sms) {
     std::vector<double> mma_sync_tflops(3, 0), best_wgmma(3, 0);
     for (const Case& c : all_cases()) {
-        if (c.expect_failure || c.kind == Kind::Chain) continue;
+        if (c.expect_failure || c.kind == Kind::Chain || c.n < 64) continue;
         const double tflops = time_case(c, h, a_device, sms);
         const int slot = c.n == 64 ? 0 : c.n == 128 ? 1 : 2;
         if (c.kind == Kind::MmaSync)

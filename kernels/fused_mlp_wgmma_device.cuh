@@ -187,7 +187,7 @@ FUSEDNGP_WGMMA_HD uint64_t at_step(const Operand& o, int step) {
 template <int TRANS_B, int NREG, int STEPS>
 __device__ __forceinline__ void product_rs(float (&acc)[NREG], uint32_t (&a)[STEPS][4], const Operand& b) {
     wgmma_fence();
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int s = 0; s < STEPS; ++s) wgmma_rs<TRANS_B>(acc, a[s], at_step(b, s), s > 0);
     wgmma_commit();
     wgmma_wait<0>();
@@ -200,7 +200,7 @@ __device__ __forceinline__ void product_rs(float (&acc)[NREG], uint32_t (&a)[STE
 template <int TRANS_A, int TRANS_B, int NREG>
 __device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, const Operand& b) {
     wgmma_fence();
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int s = 0; s < kRowSteps; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step(a, s), at_step(b, s), s > 0);
     wgmma_commit();
 }
@@ -209,7 +209,7 @@ __device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, c
 
 template <int NREG>
 FUSEDNGP_WGMMA_HD void relu_to_fragments(float (&acc)[NREG], uint32_t (&a)[NREG / 8][4]) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < NREG; ++i) acc[i] = fmaxf(acc[i], 0.f);
     accumulators_to_a_fragments(acc, a);
 }
@@ -250,9 +250,9 @@ __host__ __device__ constexpr bool act_addressing_matches() {
 // one 4-byte store of two adjacent features.
 template <int W>
 FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[W / 16][4], uint8_t* image, const ActAddressing& at) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int j = 0; j < W / 16; ++j)
-#pragma unroll
+FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) store_u32(image, act_offset_of(at, 8 * j + 2 * r), a[j][r]);
 }
 
@@ -260,7 +260,7 @@ FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[W / 16][4], uint8_t*
 // thread's own accumulator positions (it wrote them itself: no barrier).
 template <int W>
 FUSEDNGP_WGMMA_HD void apply_relu_mask(float (&acc)[W / 2], const uint8_t* h_image, const ActAddressing& at) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < W / 2; i += 2) {
         const __half2 h = *reinterpret_cast<const __half2*>(h_image + act_offset_of(at, i));
         acc[i] *= __low2float(h) > 0.f ? 1.f : 0.f;
@@ -274,9 +274,9 @@ template <int KIN>
 FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
                                                      uint32_t (&xa)[KIN / 16][4]) {
     const uint32_t n_in = p.shape.n_in;
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int s = 0; s < KIN / 16; ++s)
-#pragma unroll
+FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
             const uint32_t k = 16u * s + pos.col;
@@ -292,9 +292,9 @@ FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, 
 
 template <int KIN>
 FUSEDNGP_WGMMA_HD void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint8_t* image, int g, int t) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int s = 0; s < KIN / 16; ++s)
-#pragma unroll
+FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
             const int row = kWarpgroupRows * g + pos.row, k = 16 * s + pos.col;
@@ -309,7 +309,7 @@ FUSEDNGP_WGMMA_HD void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint
 FUSEDNGP_WGMMA_HD void load_loss_inputs(const KernelArgs& p, uint32_t row0, int valid, int t, float (&v)[8]) {
     const float* src = p.loss == LossKind::FromGradient ? p.dout : p.target;
     const uint32_t n_out = p.shape.n_out;
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < 8; ++i) {
         const RowCol pos = accumulator_position(t, i);
         const bool ok = pos.row < valid && uint32_t(pos.col) < n_out;
@@ -322,7 +322,7 @@ FUSEDNGP_WGMMA_HD void load_loss_inputs(const KernelArgs& p, uint32_t row0, int 
 FUSEDNGP_WGMMA_HD void output_loss(const KernelArgs& p, float (&y)[8], const float (&loss_in)[8],
                                             uint32_t row0, int valid, int t, float& loss_sum) {
     const uint32_t n_out = p.shape.n_out;
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < 8; ++i) {
         const RowCol pos = accumulator_position(t, i);
         const bool ok = pos.row < valid && uint32_t(pos.col) < n_out;
@@ -487,7 +487,7 @@ __device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* 
                                                      uint32_t col_limit, int t, bool first_tile) {
     wgmma_wait<0>();
     pin_registers(acc);
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < NREG / 2; ++i) {
         const long long index = partial_pair_index(t, i, ld, o0, col_limit);
         if (index < 0) continue;
@@ -504,7 +504,7 @@ __device__ __forceinline__ void add_transposed_chunk_to_partial(float (&acc)[8],
                                                                 int t, bool first_tile) {
     wgmma_wait<0>();
     pin_registers(acc);
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < 8; ++i) {
         float* cell = partial + partial_transposed_index(t, i, ld, i0);
         if (first_tile)
@@ -557,7 +557,7 @@ __device__ __forceinline__ void prefetch_input_l2(const KernelArgs& p, uint32_t 
 // The block's loss sum: lanes in a fixed butterfly, warps in order.
 __device__ __forceinline__ void write_loss_partial(const KernelArgs& p, float loss_sum, uint8_t* scratch) {
     double v = double(loss_sum);
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
     double* per_warp = reinterpret_cast<double*>(scratch);
     if (threadIdx.x % 32u == 0) per_warp[threadIdx.x / 32u] = v;

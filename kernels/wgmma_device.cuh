@@ -22,6 +22,14 @@
 #define FUSEDNGP_WGMMA_AVAILABLE 0
 #endif
 
+// `#pragma unroll` for the device pass only: the host compiler (these
+// helpers are __host__ __device__) would warn about an unknown pragma.
+#if defined(__CUDA_ARCH__)
+#define FUSEDNGP_UNROLL _Pragma("unroll")
+#else
+#define FUSEDNGP_UNROLL
+#endif
+
 namespace fusedngp::gpu::wgmma {
 
 constexpr int kWarpgroupRows = 64;      // one wgmma covers m64
@@ -312,14 +320,14 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // (the store) from moving above it, and keeps the A registers alive until then.
 template <int COUNT>
 __device__ __forceinline__ void pin_registers(float (&r)[COUNT]) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int i = 0; i < COUNT; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 template <int STEPS>
 __device__ __forceinline__ void pin_registers(uint32_t (&r)[STEPS][4]) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int s = 0; s < STEPS; ++s)
-#pragma unroll
+FUSEDNGP_UNROLL
         for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(r[s][j])::"memory");
 }
 
@@ -339,7 +347,7 @@ __host__ __device__ __forceinline__ uint32_t pack_half2(float low, float high) {
 // chunks 2j and 2j + 1 are k-step j), with no shuffle.
 template <int NREG>
 __host__ __device__ __forceinline__ void accumulators_to_a_fragments(const float (&d)[NREG], uint32_t (&a)[NREG / 8][4]) {
-#pragma unroll
+FUSEDNGP_UNROLL
     for (int j = 0; j < NREG / 8; ++j) {
         a[j][0] = pack_half2(d[8 * j + 0], d[8 * j + 1]);  // rows l/4,   k 2(l%4)+{0,1}
         a[j][1] = pack_half2(d[8 * j + 2], d[8 * j + 3]);  // rows l/4+8
