@@ -24,8 +24,12 @@ GC="${GC_DIR:-/tmp/wgmma_train_gc}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/summary.txt" 2>&1
 
 # ---- 1. build in the background ----------------------------------------------------------
-( build_only "kernels/fusedngp_gpu_tests kernels/fusedngp_mlp_bench" "${T_BUILD:-200}" ) &
+# Its own process group (set -m), so that a failed probe can stop the whole
+# build (ninja and its compilers) with one kill of that group.
+set -m
+( build_only "kernels/fusedngp_gpu_tests kernels/fusedngp_mlp_bench" "${T_BUILD:-200}" ) > /dev/null 2>&1 &
 BUILD_PID=$!
+set +m
 
 # ---- 2. the probe gates everything --------------------------------------------------------
 PROBE_SANITIZERS=0 timeout "${T_PROBE:-150}" bench/wgmma_probe_run.sh /tmp/wgmma_train_probe > /dev/null 2>&1
@@ -34,13 +38,16 @@ cp /tmp/wgmma_train_probe/summary.txt "$OUT/probe.txt" 2>/dev/null
 note "probe: exit $PROBE_RC, $(grep -E 'check:' "$OUT/probe.txt" | head -1)"
 if [ $PROBE_RC -ne 0 ]; then
   note "STOP: the wgmma probe failed, and the training kernel is built on its rules (see probe.txt)"
-  kill "$BUILD_PID" 2> /dev/null
+  kill -- -"$BUILD_PID" 2> /dev/null
   wait "$BUILD_PID" 2> /dev/null
   exit 1
 fi
 wait "$BUILD_PID"
 awk '/Compiling entry function/{f=$0} /bytes stack frame/{s=$0} /Used [0-9]+ registers/{ if (f ~ /wgmma_train|fused_mlp_train/) print f " :: " s " :: " $0 }' \
   "$GC/build.log" 2>/dev/null | sort -u > "$OUT/ptxas.txt"
+# ptxas performance notes on the wgmma kernel (C7515: wgmma serialised; C7519: arrive injected): expect none.
+echo "ptxas C75xx notes on the wgmma kernel: $(grep -E 'C75[0-9][0-9]' "$GC/build.log" 2>/dev/null | grep -c wgmma_train)" >> "$OUT/ptxas.txt"
+grep -E 'C75[0-9][0-9]' "$GC/build.log" 2>/dev/null | grep wgmma_train | head -5 >> "$OUT/ptxas.txt"
 TESTS="$BUILD/kernels/fusedngp_gpu_tests"
 [ -x "$TESTS" ] || { note "no test binary: stop"; tail -30 "$GC/build.log" >> "$OUT/summary.txt"; exit 1; }
 CUOBJDUMP="$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/cuobjdump"

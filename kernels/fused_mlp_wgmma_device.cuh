@@ -178,8 +178,15 @@ FUSEDNGP_WGMMA_HD Operand operand_at(uint32_t address, Layout layout, int rows_m
 __device__ __forceinline__ Operand operand(const uint8_t* tile, Layout layout, int rows_mn, int cols_k) {
     return operand_at(shared_address(tile), layout, rows_mn, cols_k);
 }
+// The descriptor of k-step `step`. The layout comes from the product's
+// trans flag (0: K-major, 1: MN-major), a compile-time constant: with the
+// operand's run-time layout, operands chosen by a run-time layer index put a
+// branch between consecutive wgmma, and ptxas injected a warpgroup.arrive
+// before each (C7519). The host emulation checks that both agree.
+template <int TRANS>
 FUSEDNGP_WGMMA_HD uint64_t at_step(const Operand& o, int step) {
-    return o.desc + (kstep_offset(o.layout, step, o.rows_mn) >> 4);
+    constexpr Layout layout = TRANS ? Layout::Sw128MN : Layout::Sw128K;
+    return o.desc + (kstep_offset(layout, step, o.rows_mn) >> 4);
 }
 
 // acc = A * B with A from registers (STEPS k16 steps) and B in shared
@@ -188,7 +195,7 @@ template <int TRANS_B, int NREG, int STEPS>
 __device__ __forceinline__ void product_rs(float (&acc)[NREG], uint32_t (&a)[STEPS][4], const Operand& b) {
     wgmma_fence();
 FUSEDNGP_UNROLL
-    for (int s = 0; s < STEPS; ++s) wgmma_rs<TRANS_B>(acc, a[s], at_step(b, s), s > 0);
+    for (int s = 0; s < STEPS; ++s) wgmma_rs<TRANS_B>(acc, a[s], at_step<TRANS_B>(b, s), s > 0);
     wgmma_commit();
     wgmma_wait<0>();
     pin_registers(acc);
@@ -201,7 +208,7 @@ template <int TRANS_A, int TRANS_B, int NREG>
 __device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, const Operand& b) {
     wgmma_fence();
 FUSEDNGP_UNROLL
-    for (int s = 0; s < kRowSteps; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step(a, s), at_step(b, s), s > 0);
+    for (int s = 0; s < kRowSteps; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step<TRANS_A>(a, s), at_step<TRANS_B>(b, s), s > 0);
     wgmma_commit();
 }
 

@@ -66,19 +66,28 @@ void scatter_product(const std::vector<float>& a, const std::vector<float>& b, i
         }
 }
 
-template <int NREG>
-std::vector<float> b_matrix(const std::vector<uint8_t>& smem, const Operand& b, int steps, bool trans_b) {
+// The kernel steps an operand by its product's trans flag (at_step<TRANS>):
+// the operand's own layout must say the same.
+template <int TRANS>
+void expect_layout_matches(const Operand& o) {
+    EXPECT_EQ(int(o.layout), int(TRANS ? Layout::Sw128MN : Layout::Sw128K)) << "operand layout vs trans flag";
+}
+
+template <int NREG, int TRANS_B>
+std::vector<float> b_matrix(const std::vector<uint8_t>& smem, const Operand& b, int steps) {
     constexpr int n = 2 * NREG;
+    expect_layout_matches<TRANS_B>(b);
     std::vector<float> m(size_t(16 * steps) * n);
     for (int s = 0; s < steps; ++s)
         for (int k = 0; k < 16; ++k)
-            for (int j = 0; j < n; ++j) m[size_t(16 * s + k) * n + j] = descriptor_element(smem, at_step(b, s), trans_b, j, k);
+            for (int j = 0; j < n; ++j)
+                m[size_t(16 * s + k) * n + j] = descriptor_element(smem, at_step<TRANS_B>(b, s), TRANS_B == 1, j, k);
     return m;
 }
 
 // wgmma with A from registers: a_of(t) is thread t's uint32_t[STEPS][4].
-template <int NREG, int STEPS, class Acc, class A>
-void emulate_rs(const std::vector<uint8_t>& smem, Acc&& acc_of, A&& a_of, const Operand& b, bool trans_b) {
+template <int NREG, int STEPS, int TRANS_B, class Acc, class A>
+void emulate_rs(const std::vector<uint8_t>& smem, Acc&& acc_of, A&& a_of, const Operand& b) {
     std::vector<float> a(size_t(64) * 16 * STEPS);
     for (int t = 0; t < kT; ++t)
         for (int s = 0; s < STEPS; ++s)
@@ -88,19 +97,19 @@ void emulate_rs(const std::vector<uint8_t>& smem, Acc&& acc_of, A&& a_of, const 
                 a[size_t(pos.row) * 16 * STEPS + 16 * s + pos.col] = low_half(v);
                 a[size_t(pos.row) * 16 * STEPS + 16 * s + pos.col + 1] = high_half(v);
             }
-    scatter_product<NREG>(a, b_matrix<NREG>(smem, b, STEPS, trans_b), 16 * STEPS, acc_of);
+    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, STEPS), 16 * STEPS, acc_of);
 }
 
 // wgmma with A and B in shared memory, K = the tile's rows.
-template <int NREG, class Acc>
-void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, bool trans_a, const Operand& b,
-                bool trans_b) {
+template <int NREG, int TRANS_A, int TRANS_B, class Acc>
+void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, const Operand& b) {
+    expect_layout_matches<TRANS_A>(a_op);
     std::vector<float> a(size_t(64) * kTileRows);
     for (int s = 0; s < kRowSteps; ++s)
         for (int m = 0; m < 64; ++m)
             for (int k = 0; k < 16; ++k)
-                a[size_t(m) * kTileRows + 16 * s + k] = descriptor_element(smem, at_step(a_op, s), trans_a, m, k);
-    scatter_product<NREG>(a, b_matrix<NREG>(smem, b, kRowSteps, trans_b), kTileRows, acc_of);
+                a[size_t(m) * kTileRows + 16 * s + k] = descriptor_element(smem, at_step<TRANS_A>(a_op, s), TRANS_A == 1, m, k);
+    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, kRowSteps), kTileRows, acc_of);
 }
 
 // ---- The kernel, one block, its tiles in order ----------------------------------------------
@@ -152,15 +161,15 @@ void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images
             store_activation<kW>(th[t].ha, base + im.h(l), act_addressing(g, t));
         }
     };
-    emulate_rs<kW / 2, KIN / 16>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
-                                 forward_weight<kW, KIN>(0, im, 0, D), false);
+    emulate_rs<kW / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
+                                    forward_weight<kW, KIN>(0, im, 0, D));
     forward_layer(0);
     for (uint32_t l = 1; l < D; ++l) {
-        emulate_rs<kW / 2, kW / 16>(smem, acc, ha, forward_weight<kW, KIN>(0, im, l, D), false);
+        emulate_rs<kW / 2, kW / 16, 0>(smem, acc, ha, forward_weight<kW, KIN>(0, im, l, D));
         forward_layer(l);
     }
-    emulate_rs<8, kW / 16>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
-                           forward_weight<kW, KIN>(0, im, D, D), false);
+    emulate_rs<8, kW / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
+                              forward_weight<kW, KIN>(0, im, D, D));
     for (int t = 0; t < kT; ++t) {
         const RowState rs = rows(t);
         float sum = 0.f;
@@ -176,16 +185,16 @@ void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images
             store_activation<kW>(th[t].ha, base + im.delta(l), act_addressing(g, t));
         }
     };
-    emulate_rs<kW / 2, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
-                          backward_weight<kW, KIN>(0, im, D, D), true);
+    emulate_rs<kW / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
+                             backward_weight<kW, KIN>(0, im, D, D));
     backward_layer(D - 1);
     for (uint32_t l = D - 1; l >= 1; --l) {
-        emulate_rs<kW / 2, kW / 16>(smem, acc, ha, backward_weight<kW, KIN>(0, im, l, D), true);
+        emulate_rs<kW / 2, kW / 16, 1>(smem, acc, ha, backward_weight<kW, KIN>(0, im, l, D));
         backward_layer(l - 1);
     }
     if (p.din == nullptr) return;
-    emulate_rs<KIN / 2, kW / 16>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
-                                 backward_weight<kW, KIN>(0, im, 0, D), false);
+    emulate_rs<KIN / 2, kW / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
+                                    backward_weight<kW, KIN>(0, im, 0, D));
     for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows(t), din_bad);
 }
 
@@ -197,13 +206,13 @@ struct Accumulators {
 
 // A dW chunk whose accumulator rows are outputs (o0 = 64 m), added to the
 // partial through the kernel's index: stored on the first tile, then summed.
-template <int NREG, int KIN>
+template <int NREG, int KIN, int TRANS_B>
 void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<kW>& im, uint32_t l, int m,
-                        uint32_t ld, uint32_t col_limit, bool trans_b, float* partial, bool first_tile) {
+                        uint32_t ld, uint32_t col_limit, float* partial, bool first_tile) {
     const uint32_t D = p.shape.n_hidden;
     std::vector<Accumulators<NREG>> regs(kT);
-    emulate_ss<NREG>(smem, [&](int t) -> float(&)[NREG] { return regs[t].v; }, weight_gradient_a<kW>(0, im, l, D, m), true,
-                     weight_gradient_b<kW, KIN>(0, im, l, D), trans_b);
+    emulate_ss<NREG, 1, TRANS_B>(smem, [&](int t) -> float(&)[NREG] { return regs[t].v; },
+                                 weight_gradient_a<kW>(0, im, l, D, m), weight_gradient_b<kW, KIN>(0, im, l, D));
     for (int t = 0; t < kT; ++t)
         for (int i = 0; i < NREG / 2; ++i) {
             const long long index = partial_pair_index(t, i, ld, 64 * m, col_limit);
@@ -222,12 +231,12 @@ void emulate_weight_gradients(const KernelArgs& p, const std::vector<uint8_t>& s
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden;
     for (int m = g; m < kW / 64; m += kWarpgroups) {
-        emulate_rows_chunk<KIN / 2, KIN>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, false, partial, first_tile);
+        emulate_rows_chunk<KIN / 2, KIN, 0>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, partial, first_tile);
         for (uint32_t l = 1; l < D; ++l)
-            emulate_rows_chunk<kW / 2, KIN>(p, smem, im, l, m, kW, kW, true, partial, first_tile);
+            emulate_rows_chunk<kW / 2, KIN, 1>(p, smem, im, l, m, kW, kW, partial, first_tile);
         std::vector<Accumulators<8>> dwd(kT);
-        emulate_ss<8>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<kW>(0, im, D, D, m), true,
-                      weight_gradient_b<kW, KIN>(0, im, D, D), false);
+        emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<kW>(0, im, D, D, m),
+                            weight_gradient_b<kW, KIN>(0, im, D, D));
         for (int t = 0; t < kT; ++t)
             for (int i = 0; i < 8; ++i) {
                 float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, kW, 64 * m)];
