@@ -605,6 +605,11 @@ __global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(cons
         fence_proxy_async_shared();  // the images were written by ordinary stores
         __syncthreads();
         weight_gradients<W, KIN>(p, smem, im, g, t, first_tile);
+        // The next tile overwrites the images with ordinary stores after the
+        // barrier at the loop's top; the wgmma that read them are complete
+        // (wait_group 0). The proxy fence is belt and braces for that
+        // async-read -> generic-write order (one instruction per tile).
+        fence_proxy_async_shared();
         first_tile = false;
     }
     if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && threadIdx.x % 32u == 0)
