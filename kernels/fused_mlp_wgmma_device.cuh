@@ -4,7 +4,7 @@
 // padded layout the existing reduce reads), for the shapes
 // wgmma_train_shape_supported accepts: W = 128, hidden ReLU, output None,
 // n_in <= 64, n_out <= 16, and as many hidden layers as shared memory holds
-// (1 or 2). See docs/HOPPER_WGMMA.md, "The wgmma training kernel". NOT YET
+// (1 or 2). See docs/HOPPER_WGMMA.md, "The wgmma training kernel as built". NOT YET
 // RUN ON A GPU: every layout rule is the probe's (kernels/wgmma_device.cuh).
 //
 // A block is 2 warpgroups; each owns 64 rows of a 128-row tile.
@@ -21,8 +21,9 @@
 //     dW_0 with B = x^T, and the output layer as dW_D^T = h_{D-1}^T dL/dy,
 //     whose narrow operands (n_in, n_out < 64 columns) are stored K-major so
 //     that no MN-major operand is narrower than one 64-wide swizzle atom. The
-//     chunk is added to the block's fp32 partial (each element owned by one
-//     thread: no atomics, a fixed order).
+//     chunk is added to the block's fp32 partial: stored on the block's first
+//     tile, red.global.add after (each element has one owning thread, so the
+//     order is fixed and the result deterministic).
 // Weights: one K-major 128B image per matrix for the whole kernel, read as
 // K-major B forward and as MN-major B (the same bytes) backward; W_0 also as
 // a transposed image for dL/dinput (its 64-wide atom would be wider than
