@@ -16,7 +16,7 @@
 //
 // usage: fusedngp_mlp_bench [--batch N] [--widths 16,64] [--depth D] [--reps R]
 //                           [--csv file] [--variants] [--ceilings] [--inference-ab [--batches N,..]]
-//                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576] [--train-variants tile,warp,f0]]
+//                           [--train-ab [--depths 1,2,4] [--batches 65536,1048576] [--train-variants tile,wgmma,warp,f0]]
 //
 // --inference-ab times inference only, for the warp kernel (default plan,
 // flavour 0 = the kernel before the flavours, each flavour (ReLU compiled in,
@@ -36,7 +36,9 @@
 // interleaved order. "warp" runs the ReLU flavour the planner picks for
 // these ReLU / None networks, "warpx" the same through the kernels with the
 // fused loss's extras compiled in (RelativeL2, loss sums, dL/dinput flag),
-// "f0" the same variant with the activations switched at run time.
+// "f0" the same variant with the activations switched at run time, "wgmma"
+// the Hopper wgmma training kernel (FusedMlpTuning::wgmma_train; W = 128,
+// compute capability 9.0 only, skipped elsewhere).
 // --train-variants keeps only the named variants.
 #include "gpu/cublas_mlp.h"
 #include "gpu/fused_mlp.h"
@@ -376,6 +378,11 @@ int main(int argc, char** argv) {
             FusedMlpTuning tile;
             tile.tile_training = true;
             variants.push_back({"tile", tile});
+            // The Hopper wgmma training kernel (W = 128 networks it supports,
+            // compute capability 9.0; skipped elsewhere).
+            FusedMlpTuning wgmma;
+            wgmma.wgmma_train = true;
+            variants.push_back({"wgmma", wgmma});
             FusedMlpTuning warp;
             warp.force_warp_training = true;
             variants.push_back({"warp", warp});
@@ -431,7 +438,9 @@ int main(int argc, char** argv) {
                             FusedMlpConfig cfg{opt.n_in, opt.n_out, w, depth, Activation::ReLU, Activation::None};
                             FusedMlp mlp(cfg, v.tuning);
                             const FusedMlp::PassPlan& plan = mlp.training_plan_for(batch);
-                            const bool want_warp = !v.tuning.tile_training;
+                            const bool want_wgmma = v.tuning.wgmma_train;
+                            const bool want_warp = !v.tuning.tile_training && !want_wgmma;
+                            if (want_wgmma && !plan.wgmma) continue;  // not on this device / shape
                             if (want_warp && !plan.warp) continue;  // no such warp plan here
                             if (v.large_batches_only && v.name != "nopf") {
                                 // The same kernel as "warp": not timed twice.
@@ -467,7 +476,7 @@ int main(int argc, char** argv) {
                                             batch / (ab_rows[i].ms * 1e-3) / 1e9);
                             std::fflush(stdout);
                         }
-        std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d; tile = block-tile kernel, warp = the warp "
+        std::printf("\nnetwork %u -> D x W -> %u, ReLU, median of %d; tile = block-tile kernel, wgmma = the Hopper wgmma training kernel, warp = the warp "
                     "training kernel's planned variant, f0 = the same with the activations switched at run time (no ReLU flavour), warpx = the same through the kernels with the fused loss's extras, pw / shN / s128xN = forced variants (per-warp sums; per-block "
                     "sums, N warps per block; the same at 128 registers), nopf = warp without the L2 prefetch\n",
                     opt.n_in, opt.n_out, opt.reps);

@@ -19,6 +19,8 @@
 // Build: nvcc -std=c++17 -gencode=arch=compute_90a,code=sm_90a -lineinfo bench/wgmma_probe.cu
 // (-arch=sm_90a with nvcc 13.0 also ran a plain sm_90 pass that rejects wgmma.)
 // One device call: bench/wgmma_probe_run.sh OUTDIR.
+#include "../kernels/wgmma_device.cuh"
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -34,10 +36,11 @@
 
 namespace {
 
+// The layouts, descriptor, fragment maps and wgmma wrappers under test.
+using namespace fusedngp::gpu::wgmma;
+
 constexpr int kK = 256;                 // reduction depth of every probe GEMM
 constexpr int kKSteps = kK / 16;        // one wgmma covers k16
-constexpr int kWarpgroupRows = 64;      // one wgmma covers m64
-constexpr int kWarpgroupThreads = 128;  // 4 consecutive warps
 constexpr int kChainWidth = 64;         // the chain mode's second layer is [N -> 64]
 constexpr float kAccumulatorPoison = 4096.f;  // no correct |D| reaches it (|D| <= 256)
 
@@ -48,222 +51,8 @@ void check_cuda(cudaError_t e, const char* what) {
 }
 
 // ---------------------------------------------------------------------------
-// Shared-memory operand layouts. An operand tile has MN rows (M for A, N for
-// B) and K columns, fp16. "K-major": consecutive k of one row are adjacent
-// (A row-major [m][k]; B stored as [n][k], i.e. the MLP weights W[out][in]).
-// "MN-major": consecutive m or n of one k are adjacent (W[out][in] read as
-// B[k = out][n = in], the backward pass dX = dY * W).
-// ---------------------------------------------------------------------------
-enum class Layout {
-    InterleaveK,  // no swizzle: 8x8 core matrices (8 rows of 16 bytes, 128 contiguous bytes)
-    Sw128K,       // 128-byte swizzle, K-major: 8-row x 64-k atoms of 1024 bytes
-    Sw128MN,      // 128-byte swizzle, MN-major: 8-k x 64-mn atoms of 1024 bytes
-};
-
-// The 128-byte swizzle as the hardware applies it to a shared address: the
-// 16-byte chunk index (bits 4-6) XOR the 128-byte row index (bits 7-9). Our
-// offsets are relative to a 1024-byte aligned base, so the relative offset's
-// bits are the absolute address's.
-__host__ __device__ constexpr uint32_t swizzle_128b(uint32_t offset) { return offset ^ (((offset >> 7) & 7u) << 4); }
-
-// Byte offset of element (mn, k) in a tile of rows_mn x cols_k.
-__host__ __device__ constexpr uint32_t tile_offset(Layout layout, int mn, int k, int rows_mn, int cols_k) {
-    switch (layout) {
-    case Layout::InterleaveK:  // each 8-row strip holds its K/8 core matrices side by side
-        return (mn / 8) * (cols_k / 8) * 128 + (k / 8) * 128 + (mn % 8) * 16 + (k % 8) * 2;
-    case Layout::Sw128K:  // 64-wide k blocks, each rows_mn x 128 bytes; 8-row atoms 1024 bytes apart
-        return swizzle_128b((k / 64) * rows_mn * 128 + (mn / 8) * 1024 + (mn % 8) * 128 + (k % 64) * 2);
-    case Layout::Sw128MN:  // 64-wide mn blocks, each cols_k x 128 bytes; 8-k atoms 1024 bytes apart
-        return swizzle_128b((mn / 64) * cols_k * 128 + (k / 8) * 1024 + (k % 8) * 128 + (mn % 64) * 2);
-    }
-    return 0;
-}
-
-struct DescriptorFields {
-    uint32_t leading_byte_offset;  // LBO
-    uint32_t stride_byte_offset;   // SBO
-    uint32_t swizzle_code;         // bits 62-63: 0 none, 1 128B, 2 64B, 3 32B
-};
-
-// What the descriptor says about a tile laid out by tile_offset. K-major no
-// swizzle: LBO = between the two core matrices of one k16 (k 0-7 | 8-15),
-// SBO = between 8-row groups. K-major 128B: one k16 lies inside a 128-byte
-// row, LBO is not used (16 bytes by convention), SBO = between 8-row atoms.
-// MN-major 128B: LBO = between 64-wide mn blocks, SBO = between 8-k atoms.
-__host__ __device__ constexpr DescriptorFields descriptor_fields(Layout layout, int cols_k) {
-    switch (layout) {
-    case Layout::InterleaveK: return {128u, uint32_t(cols_k / 8) * 128u, 0u};
-    case Layout::Sw128K: return {16u, 1024u, 1u};
-    case Layout::Sw128MN: return {uint32_t(cols_k) * 128u, 1024u, 1u};
-    }
-    return {0u, 0u, 0u};
-}
-
-// Bytes from the tile's start to k-step `step` (k = 16 * step), added to the
-// descriptor's start address. Inside a 128B-swizzled K-major atom the start
-// moves by 32 bytes per k16 (the unswizzled address: the hardware applies the
-// XOR to the address it forms, which is why atoms must be 1024-byte aligned).
-__host__ __device__ constexpr uint32_t kstep_offset(Layout layout, int step, int rows_mn) {
-    switch (layout) {
-    case Layout::InterleaveK: return uint32_t(step) * 256u;
-    case Layout::Sw128K: return uint32_t(step / 4) * uint32_t(rows_mn) * 128u + uint32_t(step % 4) * 32u;
-    case Layout::Sw128MN: return uint32_t(step) * 2048u;
-    }
-    return 0;
-}
-
-// The 64-bit matrix descriptor: start address bits 0-13, LBO 16-29, SBO
-// 32-45 (each in 16-byte units), base offset 49-51 (0: our atoms are
-// 1024-byte aligned), swizzle mode 62-63.
-__device__ __forceinline__ uint64_t make_descriptor(uint32_t smem_address, DescriptorFields f) {
-    return uint64_t((smem_address & 0x3FFFFu) >> 4) | uint64_t((f.leading_byte_offset >> 4) & 0x3FFFu) << 16 |
-           uint64_t((f.stride_byte_offset >> 4) & 0x3FFFu) << 32 | uint64_t(f.swizzle_code & 3u) << 62;
-}
-
-// ---------------------------------------------------------------------------
-// Register fragments (per warpgroup; thread t = 0..127, warp w = t / 32,
-// lane l = t % 32). Each warp owns rows 16w..16w+15, as in mma.sync m16n8k16.
-// ---------------------------------------------------------------------------
-struct RowCol {
-    int row, col;
-};
-
-// Accumulator register i of an m64nN f32 D: register 4c + j holds row
-// 16w + l/4 (+8 for j = 2, 3), column 8c + 2 (l % 4) + (j % 2).
-__host__ __device__ constexpr RowCol accumulator_position(int thread, int reg) {
-    const int warp = thread / 32, lane = thread % 32, chunk = reg / 4, j = reg % 4;
-    return {16 * warp + lane / 4 + 8 * (j / 2), 8 * chunk + 2 * (lane % 4) + (j % 2)};
-}
-
-// A from registers, one k16 step: 4 registers of two fp16 each (the lower k
-// in the low half). Register r holds (row, k) and (row, k + 1) with row
-// 16w + l/4 (+8 for r = 1, 3) and k = 2 (l % 4) (+8 for r = 2, 3).
-__host__ __device__ constexpr RowCol a_fragment_position(int thread, int reg) {
-    const int warp = thread / 32, lane = thread % 32;
-    return {16 * warp + lane / 4 + 8 * (reg % 2), 2 * (lane % 4) + 8 * (reg / 2)};
-}
-
-// ---------------------------------------------------------------------------
-// wgmma wrappers. The accumulator list is long (N/2 registers), so the
-// operand lists are spelled once here.
-// ---------------------------------------------------------------------------
-#define ACC_LIST_32                                                                 \
-    "{"                                                                             \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "        \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-    "}"
-#define ACC_LIST_64                                                                  \
-    "{"                                                                              \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"  \
-    "}"
-#define ACC_LIST_128                                                                              \
-    "{"                                                                                           \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "            \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "            \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "            \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "            \
-    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "            \
-    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-    "}"
-#define ACC_OPERANDS_8(d, i)                                                                          \
-    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
-        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
-#define ACC_OPERANDS_32(d, i) \
-    ACC_OPERANDS_8(d, (i) + 0), ACC_OPERANDS_8(d, (i) + 8), ACC_OPERANDS_8(d, (i) + 16), ACC_OPERANDS_8(d, (i) + 24)
-#define ACC_OPERANDS_64(d) ACC_OPERANDS_32(d, 0), ACC_OPERANDS_32(d, 32)
-#define ACC_OPERANDS_128(d) ACC_OPERANDS_32(d, 0), ACC_OPERANDS_32(d, 32), ACC_OPERANDS_32(d, 64), ACC_OPERANDS_32(d, 96)
-
-// scale-d is a predicate: 0 ignores the incoming accumulators (D = A*B).
-// The two 1s are imm-scale-a/b (no negation); then imm-trans-a (SS only) and
-// imm-trans-b: 0 = K-major, 1 = MN-major (transposed), allowed for f16.
-#define WGMMA_SS_TEXT(SHAPE, ACC, DESC_A, DESC_B, SCALE_D, TRANS_B)                                         \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, %" SCALE_D ", 0;\n"                                                   \
-    "wgmma.mma_async.sync.aligned." SHAPE ".f32.f16.f16 " ACC ", %" DESC_A ", %" DESC_B ", p, 1, 1, 0, %" TRANS_B \
-    ";\n}\n"
-#define WGMMA_RS_TEXT(SHAPE, ACC, A0, A1, A2, A3, DESC_B, SCALE_D, TRANS_B)                                     \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, %" SCALE_D ", 0;\n"                                                       \
-    "wgmma.mma_async.sync.aligned." SHAPE ".f32.f16.f16 " ACC ", {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" DESC_B \
-    ", p, 1, 1, %" TRANS_B ";\n}\n"
-
-// D[64 x N] (+)= A[64 x 16] * B[16 x N], A and B in shared memory.
-template <int TRANS_B, int NREG>
-__device__ __forceinline__ void wgmma_ss(float (&d)[NREG], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    static_assert(NREG == 32 || NREG == 64 || NREG == 128, "N must be 64, 128 or 256");
-    if constexpr (NREG == 32) {
-        asm volatile(WGMMA_SS_TEXT("m64n64k16", ACC_LIST_32, "32", "33", "34", "35")
-                     : ACC_OPERANDS_32(d, 0)
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    } else if constexpr (NREG == 64) {
-        asm volatile(WGMMA_SS_TEXT("m64n128k16", ACC_LIST_64, "64", "65", "66", "67")
-                     : ACC_OPERANDS_64(d)
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    } else {
-        asm volatile(WGMMA_SS_TEXT("m64n256k16", ACC_LIST_128, "128", "129", "130", "131")
-                     : ACC_OPERANDS_128(d)
-                     : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    }
-}
-
-// D[64 x N] (+)= A[64 x 16] * B[16 x N], A from registers (a_fragment_position).
-template <int TRANS_B, int NREG>
-__device__ __forceinline__ void wgmma_rs(float (&d)[NREG], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
-    static_assert(NREG == 32 || NREG == 64 || NREG == 128, "N must be 64, 128 or 256");
-    if constexpr (NREG == 32) {
-        asm volatile(WGMMA_RS_TEXT("m64n64k16", ACC_LIST_32, "32", "33", "34", "35", "36", "37", "38")
-                     : ACC_OPERANDS_32(d, 0)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    } else if constexpr (NREG == 64) {
-        asm volatile(WGMMA_RS_TEXT("m64n128k16", ACC_LIST_64, "64", "65", "66", "67", "68", "69", "70")
-                     : ACC_OPERANDS_64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    } else {
-        asm volatile(WGMMA_RS_TEXT("m64n256k16", ACC_LIST_128, "128", "129", "130", "131", "132", "133", "134")
-                     : ACC_OPERANDS_128(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
-    }
-}
-
-// Orders this thread's earlier register writes (accumulators, A fragments)
-// before the wgmma that follow; needed before the first wgmma and after any
-// ordinary write to registers a wgmma reads.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-// Closes the wgmma issued since the last commit into one group.
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-// Waits until at most PENDING groups are in flight; only then may their
-// accumulators (and A registers) be read or written by ordinary code.
-template <int PENDING>
-__device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
-}
-
-// The compiler does not know that a wgmma's registers stay busy until the
-// wait: an empty asm that "modifies" each register after the wait keeps reads
-// (the store) from moving above it, and keeps the A registers alive until then.
-template <int COUNT>
-__device__ __forceinline__ void pin_registers(float (&r)[COUNT]) {
-#pragma unroll
-    for (int i = 0; i < COUNT; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-template <int STEPS>
-__device__ __forceinline__ void pin_registers(uint32_t (&r)[STEPS][4]) {
-#pragma unroll
-    for (int s = 0; s < STEPS; ++s)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(r[s][j])::"memory");
-}
-
-// ---------------------------------------------------------------------------
 // Kernel plumbing shared by every mode.
 // ---------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // The host prepares the exact shared-memory image (layouts and swizzle
 // applied); each block copies it with ordinary 16-byte stores. Ordinary
 // stores are the generic proxy and wgmma reads through the async proxy, so
@@ -320,6 +109,9 @@ enum class Mode {
     RsInterleave,            // A from registers, B K-major no swizzle
     RsSw128,                 // A from registers, B K-major 128B swizzle
     RsSw128BMnMajor,         // A from registers, B MN-major 128B swizzle (imm-trans-b = 1)
+    SsSw128MnMajor,          // A and B from smem, both MN-major 128B (imm-trans-a = imm-trans-b = 1):
+                             // the wgmma training kernel's dW = delta^T h from row-major activation images
+    SsSw128AMnMajor,         // A MN-major (trans-a), B K-major 128B: the kernel's narrow dW (x^T, dL/dy^T as B)
     NegativeSwappedStrides,  // SsInterleave with B's LBO and SBO swapped: must FAIL
 };
 
@@ -329,6 +121,7 @@ struct ModeTraits {
     Layout b_layout;
     int trans_b;
     bool swap_b_strides;
+    int trans_a = 0;  // SS only: 1 = A MN-major
 };
 
 __host__ __device__ constexpr ModeTraits mode_traits(Mode mode) {
@@ -338,6 +131,8 @@ __host__ __device__ constexpr ModeTraits mode_traits(Mode mode) {
     case Mode::RsInterleave: return {false, Layout::InterleaveK, Layout::InterleaveK, 0, false};
     case Mode::RsSw128: return {false, Layout::Sw128K, Layout::Sw128K, 0, false};
     case Mode::RsSw128BMnMajor: return {false, Layout::Sw128K, Layout::Sw128MN, 1, false};
+    case Mode::SsSw128MnMajor: return {true, Layout::Sw128MN, Layout::Sw128MN, 1, false, 1};
+    case Mode::SsSw128AMnMajor: return {true, Layout::Sw128MN, Layout::Sw128K, 0, false, 1};
     case Mode::NegativeSwappedStrides: return {true, Layout::InterleaveK, Layout::InterleaveK, 0, true};
     }
     return {true, Layout::InterleaveK, Layout::InterleaveK, 0, false};
@@ -367,7 +162,7 @@ __device__ __forceinline__ void k_loop_a_from_smem(float (&d)[N / 2], uint32_t a
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < kKSteps; ++s)
-            wgmma_ss<t.trans_b>(d, desc_a + (kstep_offset(t.a_layout, s, kWarpgroupRows) >> 4),
+            wgmma_ss<t.trans_a, t.trans_b>(d, desc_a + (kstep_offset(t.a_layout, s, kWarpgroupRows) >> 4),
                                 desc_b + (kstep_offset(t.b_layout, s, N) >> 4), rep > 0 || s > 0);
         wgmma_commit();
         wgmma_wait<1>();
@@ -422,24 +217,6 @@ __global__ void __launch_bounds__(kWarpgroupThreads* WARPGROUPS, 1)
 // become layer 2's A fragments as fp16 (accumulator chunks 2j and 2j+1 are
 // exactly A's k-step j), then D2 = fp16(D1) * B2 [N -> 64].
 // ---------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t pack_half2(float low, float high) {
-    const __half2 h = __floats2half2_rn(low, high);
-    uint32_t bits;
-    memcpy(&bits, &h, sizeof(bits));
-    return bits;
-}
-
-template <int N>
-__device__ __forceinline__ void accumulators_to_a_fragments(const float (&d)[N / 2], uint32_t (&a)[N / 16][4]) {
-#pragma unroll
-    for (int j = 0; j < N / 16; ++j) {
-        a[j][0] = pack_half2(d[8 * j + 0], d[8 * j + 1]);  // rows l/4,   k 2(l%4)+{0,1}
-        a[j][1] = pack_half2(d[8 * j + 2], d[8 * j + 3]);  // rows l/4+8
-        a[j][2] = pack_half2(d[8 * j + 4], d[8 * j + 5]);  // rows l/4,   k +8
-        a[j][3] = pack_half2(d[8 * j + 6], d[8 * j + 7]);  // rows l/4+8, k +8
-    }
-}
-
 template <int N>
 __global__ void __launch_bounds__(kWarpgroupThreads, 1)
     wgmma_chain_kernel(const uint4* image, int image_bytes, const __half* a_rowmajor, float* d_out, int) {
@@ -452,7 +229,7 @@ __global__ void __launch_bounds__(kWarpgroupThreads, 1)
     k_loop_a_from_registers<N, Mode::RsSw128>(d1, a_rowmajor, 0, thread, b1_tile, 1);
 
     uint32_t a2[N / 16][4];
-    accumulators_to_a_fragments<N>(d1, a2);
+    accumulators_to_a_fragments(d1, a2);
     float d2[kChainWidth / 2];
     poison_accumulators(d2);
     const uint64_t desc_b2 = make_descriptor(b2_tile, descriptor_fields(Layout::Sw128K, N));
@@ -568,14 +345,28 @@ void add_cases(std::vector<Case>& cases) {
     cases.push_back({"rs_sw128", N, 1, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 1>});
     cases.push_back({"rs_sw128_b_mn_major", N, 1, Kind::Wgmma, Mode::RsSw128BMnMajor, false,
                      wgmma_probe_kernel<N, Mode::RsSw128BMnMajor, 1>});
+    cases.push_back({"ss_sw128_ab_mn_major", N, 2, Kind::Wgmma, Mode::SsSw128MnMajor, false,
+                     wgmma_probe_kernel<N, Mode::SsSw128MnMajor, 2>});
     cases.push_back({"ss_sw128", N, 2, Kind::Wgmma, Mode::SsSw128, false, wgmma_probe_kernel<N, Mode::SsSw128, 2>});
     cases.push_back({"rs_sw128", N, 2, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 2>});
     cases.push_back({"chain_rs_sw128", N, 1, Kind::Chain, Mode::RsSw128, false, wgmma_chain_kernel<N>});
     cases.push_back({"mma_sync_sw128", N, 1, Kind::MmaSync, Mode::SsSw128, false, mma_sync_probe_kernel<N>});
 }
 
+// N = 16 and 32: the training kernel's narrow products (the output layer and
+// dL/dinput: A from registers, B K-major with 16 / 32 rows; dW_0 and the
+// output layer's dW: A MN-major, B K-major). Checked, not timed.
+template <int N>
+void add_narrow_cases(std::vector<Case>& cases) {
+    cases.push_back({"rs_sw128", N, 1, Kind::Wgmma, Mode::RsSw128, false, wgmma_probe_kernel<N, Mode::RsSw128, 1>});
+    cases.push_back({"ss_sw128_a_mn_major", N, 2, Kind::Wgmma, Mode::SsSw128AMnMajor, false,
+                     wgmma_probe_kernel<N, Mode::SsSw128AMnMajor, 2>});
+}
+
 std::vector<Case> all_cases() {
     std::vector<Case> cases;
+    add_narrow_cases<16>(cases);
+    add_narrow_cases<32>(cases);
     add_cases<64>(cases);
     add_cases<128>(cases);
     add_cases<256>(cases);
@@ -721,8 +512,8 @@ void print_case(const Case& c) {
         return;
     }
     const ModeTraits t = mode_traits(c.mode);
-    std::printf("[A %-13s B %-13s tb=%d] ", t.a_from_smem ? layout_name(t.a_layout) : "registers",
-                layout_name(t.b_layout), t.trans_b);
+    std::printf("[A %-13s B %-13s ta=%d tb=%d] ", t.a_from_smem ? layout_name(t.a_layout) : "registers",
+                layout_name(t.b_layout), t.trans_a, t.trans_b);
 }
 
 // ---------------------------------------------------------------------------
@@ -854,7 +645,7 @@ std::vector<float> emulate_case(const Case& c, const HostData& h) {
     if (t.swap_b_strides) b_fields = {b_fields.stride_byte_offset, b_fields.leading_byte_offset, b_fields.swizzle_code};
     std::vector<float> out;
     for (int g = 0; g < c.warpgroups; ++g) {
-        const OperandView a_view{&image, uint32_t(g * a_tile_bytes()), descriptor_fields(t.a_layout, kK), false};
+        const OperandView a_view{&image, uint32_t(g * a_tile_bytes()), descriptor_fields(t.a_layout, kK), t.trans_a == 1};
         const OperandView b_view{&image, uint32_t(b_region_offset(c.mode, c.warpgroups)), b_fields, t.trans_b == 1};
         auto a_value = [&](int m, int k) { return double(a_at(h, g * kWarpgroupRows + m, k)); };
         std::vector<double> d =
@@ -974,7 +765,7 @@ double time_case(const Case& c, const HostData& h, const __half* a_device, int s
 int run_time(const HostData& h, const __half* a_device, int sms) {
     std::vector<double> mma_sync_tflops(3, 0), best_wgmma(3, 0);
     for (const Case& c : all_cases()) {
-        if (c.expect_failure || c.kind == Kind::Chain) continue;
+        if (c.expect_failure || c.kind == Kind::Chain || c.n < 64) continue;
         const double tflops = time_case(c, h, a_device, sms);
         const int slot = c.n == 64 ? 0 : c.n == 128 ? 1 : 2;
         if (c.kind == Kind::MmaSync)

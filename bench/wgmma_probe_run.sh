@@ -12,7 +12,7 @@
 # summary.txt, build.log, sass.txt, emulate.log, check.log, time.log,
 # memcheck.log, racecheck.log.
 #
-#   bench/wgmma_probe_run.sh OUTDIR
+#   [PROBE_SANITIZERS=0] bench/wgmma_probe_run.sh OUTDIR
 # Typically about a minute; every phase at its timeout would be ~5.5 min.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/wgmma_probe_run.sh
@@ -58,6 +58,13 @@ grep -E 'TFLOP/s|ratio' "$OUT/time.log" | sed 's/^/    /' >> "$OUT/summary.txt"
 [ $TIME_RC -eq 0 ] || tail -3 "$OUT/time.log" | sed 's/^/    /' >> "$OUT/summary.txt"
 
 # ---- sanitizers on check, in parallel (host-bound instrumentation) ----
+# PROBE_SANITIZERS=0 skips them (a caller with a tighter time budget:
+# bench/wgmma_train_run.sh).
+if [ "${PROBE_SANITIZERS:-1}" = 0 ]; then
+  note "sanitizers: skipped (PROBE_SANITIZERS=0)"
+  note "done"
+  exit $CHECK_RC
+fi
 SANITIZER="$(command -v compute-sanitizer || echo "$(dirname "$NVCC")/compute-sanitizer")"
 sanitize() {  # tool
   timeout 120 "$SANITIZER" --tool "$1" --error-exitcode 99 $P check > "$OUT/$1.log" 2>&1

@@ -1,6 +1,10 @@
 #include "gpu/fused_mlp.h"
 
+#include "fused_mlp_wgmma_launch.h"
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -81,6 +85,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
     if (has_warp_training_)
         warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, tuning_) : 0;
+    has_wgmma_training_ = wgmma_train_requested(tuning_) && plan_wgmma_training(wgmma_training_plan_);
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
@@ -90,6 +95,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     uint32_t partials = 0;
     if (has_tile_training_) partials = std::max(partials, tile_training_plan_.max_blocks);
     if (has_warp_training_) partials = std::max(partials, warp_training_plan_.max_blocks);
+    if (has_wgmma_training_) partials = std::max(partials, wgmma_training_plan_.max_blocks);
     partial_ = DeviceMemory((size_t)partials * padded * sizeof(float));
     loss_partial_ = DeviceMemory((size_t)std::max(partials, 1u) * sizeof(double));
 }
@@ -385,6 +391,36 @@ int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates,
     return chosen;
 }
 
+bool wgmma_train_requested(const FusedMlpTuning& tuning) {
+    if (tuning.wgmma_train) return true;
+    if (tuning.tile_training || tuning.force_warp_training) return false;
+    const char* env = std::getenv("FUSEDNGP_WGMMA_TRAIN");
+    return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+// The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,
+// 128-row tiles of 2 warpgroups, one block per SM (its images take ~200 KB
+// of shared memory at W = 128, D = 2). Only where its sm_90a binary runs
+// (compute capability 9.0) and for the shapes it implements.
+bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
+    if (!wgmma_train_shape_supported(shape_)) return false;
+    int device = 0;
+    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+    if (!wgmma_train_device_ok(device)) return false;
+    PassPlan p;
+    p.wgmma = true;
+    p.block_warps = kWgmmaTrainThreads / 32;
+    p.rows_per_tile = kWgmmaTrainRows;
+    p.row_tiles_per_warp = 1;
+    p.smem_bytes = wgmma_train_smem_bytes(shape_);
+    if (p.smem_bytes > max_smem_per_block_) return false;
+    FUSEDNGP_CUDA_CHECK(prepare_wgmma_train(shape_, device_smem_per_block_, p.smem_bytes, &p.kernel));
+    finish_plan(p);
+    if (p.kernel.blocks_per_sm < 1) return false;
+    plan = p;
+    return true;
+}
+
 // Crossover batches of the warp and block-tile training kernels, measured on
 // the H200 (docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice"): the
 // warp kernel has fixed per-call costs (staging both weight copies per block,
@@ -406,6 +442,7 @@ bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint
 }
 
 const FusedMlp::PassPlan& FusedMlp::training_plan_for(uint32_t batch) const {
+    if (has_wgmma_training_) return wgmma_training_plan_;
     if (!has_tile_training_) return warp_training_plan_;
     return choose_warp_training(has_warp_training_, tuning_, warp_min_batch_, batch) ? warp_training_plan_
                                                                                      : tile_training_plan_;
@@ -440,6 +477,7 @@ void FusedMlp::set_loss_scale(float scale) {
 }
 
 uint32_t FusedMlp::rows_per_tile_for(uint32_t batch, const PassPlan& plan) const {
+    if (plan.wgmma) return kWgmmaTrainRows;  // the kernel's fixed tile
     if (!tuning_.fill_gpu || tuning_.rows_per_tile != 0) return plan.rows_per_tile;
     // The smallest whole number of warp slabs that gives each resident block
     // at most one tile; never more than the plan's tile.
@@ -506,7 +544,10 @@ void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float*
     args.partial = partial_.as<float>();
     args.partial_stride = stride;
     uint32_t grid = 0;
-    if (plan.warp) {
+    if (plan.wgmma) {
+        grid = std::min(args.n_tiles, plan.max_blocks);
+        FUSEDNGP_CUDA_CHECK(launch_wgmma_train(args, grid, plan.smem_bytes, stream));
+    } else if (plan.warp) {
         // Persistent grid of warps, one 16-row slab per warp and step
         // (n_tiles counts slabs); every launched block writes its partial.
         grid = std::min(ceil_div(args.n_tiles, (uint32_t)plan.warps_per_block()), plan.max_blocks);
@@ -562,6 +603,12 @@ void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind los
 std::string FusedMlp::describe() const {
     std::ostringstream os;
     auto pass = [&](const char* name, const PassPlan& p, bool training) {
+        if (p.wgmma) {
+            os << name << ": wgmma training kernel (sm_90a, 2 warpgroups), " << p.rows_per_tile << " rows/tile, "
+               << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
+               << " B local, " << p.kernel.blocks_per_sm << " blocks/SM";
+            return;
+        }
         if (p.warp && training) {
             static const char* const kModes[] = {"dW per warp", "dW per block", "dW per block, 128 regs"};
             os << name << ": warp training kernel (activations in registers, " << kModes[(int)p.warp_train.dw_mode]
@@ -588,7 +635,10 @@ std::string FusedMlp::describe() const {
     os << "FusedMlp " << shape_.n_in << " -> " << shape_.n_hidden << " x " << shape_.width << " -> " << shape_.n_out
        << " (activations " << (int)shape_.hidden_act << "/" << (int)shape_.output_act << "); ";
     pass("inference", inference_plan_, false);
-    if (has_tile_training_ && has_warp_training_) {
+    if (has_wgmma_training_) {
+        os << "; ";
+        pass("training", wgmma_training_plan_, true);
+    } else if (has_tile_training_ && has_warp_training_) {
         if (warp_min_batch_ > 0) {
             os << "; training below " << warp_min_batch_ << " rows";
             pass("", tile_training_plan_, true);

@@ -116,7 +116,20 @@ struct FusedMlpTuning {
     // dropped (FusedMlp::warp_train_flavor_for): it never runs the wrong
     // activations.
     int warp_train_flavor = -1;
+    // Training through the Hopper wgmma kernel (kernels/fused_mlp_wgmma_device.cuh)
+    // for every batch, where it applies: a compute capability 9.0 device, W =
+    // 128, hidden ReLU, output None, n_in <= 64, n_out <= 16, the depth
+    // within shared memory (1-2 hidden layers); elsewhere the usual choice.
+    // Off by default (not yet measured); FUSEDNGP_WGMMA_TRAIN=1 in the
+    // environment turns it on for objects whose tuning forces no other
+    // training kernel (wgmma_train_requested).
+    bool wgmma_train = false;
 };
+
+// Whether an object with this tuning plans the wgmma training kernel:
+// tuning.wgmma_train, or FUSEDNGP_WGMMA_TRAIN=1 unless the tuning forces the
+// tile or the warp training kernel.
+bool wgmma_train_requested(const FusedMlpTuning& tuning);
 
 // Which training kernel a call runs: host logic only (no device), so it is
 // unit-tested on the CPU. The warp kernel (when the object has a plan for it)
@@ -162,6 +175,9 @@ public:
         // takes one rows_per_tile unit of the batch at a time.
         int block_warps = kBlockWarps;
         int warps_per_block() const { return block_warps; }
+        // The Hopper wgmma training kernel (training plans only; 128-row
+        // tiles of 2 warpgroups, FusedMlpTuning::wgmma_train).
+        bool wgmma = false;
     };
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
@@ -210,7 +226,10 @@ public:
     const PassPlan& inference_plan() const { return inference_plan_; }
     // The training plan of large batches: the warp training kernel's when
     // there is one, else the block-tile kernel's.
-    const PassPlan& training_plan() const { return has_warp_training_ ? warp_training_plan_ : tile_training_plan_; }
+    const PassPlan& training_plan() const {
+        if (has_wgmma_training_) return wgmma_training_plan_;
+        return has_warp_training_ ? warp_training_plan_ : tile_training_plan_;
+    }
     // The training plan a call with this batch runs (choose_warp_training).
     const PassPlan& training_plan_for(uint32_t batch) const;
     // Smallest batch that runs the warp training kernel (UINT32_MAX: never).
@@ -229,6 +248,8 @@ private:
     int warp_train_flavor_for() const;
     // The warp training kernel's plan, or false (then the block-tile kernel).
     bool plan_warp_training(PassPlan& plan) const;
+    // The wgmma training kernel's plan, or false where it does not apply.
+    bool plan_wgmma_training(PassPlan& plan) const;
     int carveout_percent() const;
     void finish_plan(PassPlan& plan) const;
     int warp_input_tiles() const;
@@ -245,8 +266,8 @@ private:
     size_t smem_per_sm_ = 0;
     size_t reserved_smem_per_block_ = 0;
     float loss_scale_ = 128.f;
-    PassPlan inference_plan_, tile_training_plan_, warp_training_plan_;
-    bool has_tile_training_ = false, has_warp_training_ = false;
+    PassPlan inference_plan_, tile_training_plan_, warp_training_plan_, wgmma_training_plan_;
+    bool has_tile_training_ = false, has_warp_training_ = false, has_wgmma_training_ = false;
     uint32_t warp_min_batch_ = UINT32_MAX;
     DeviceMemory master_;    // fp32 weights, caller layout
     DeviceMemory w_fwd_;     // fp16 fragments of W^T

@@ -1,0 +1,625 @@
+// The wgmma training kernel of the fully fused MLP (Hopper, sm_90a only):
+// the same contract as fused_mlp_train_kernel (KernelArgs in, the same
+// outputs: y, the fused loss, dL/dinput, per-block dL/dW partials in the
+// padded layout the existing reduce reads), for the shapes
+// wgmma_train_shape_supported accepts: W = 128, hidden ReLU, output None,
+// n_in <= 64, n_out <= 16, and as many hidden layers as shared memory holds
+// (1 or 2). See docs/HOPPER_WGMMA.md, "The wgmma training kernel as built". NOT YET
+// RUN ON A GPU: every layout rule is the probe's (kernels/wgmma_device.cuh).
+//
+// A block is 2 warpgroups; each owns 64 rows of a 128-row tile.
+//  1. Per warpgroup, in registers: the forward chain with A from registers
+//     (the input converted as it is loaded, then each layer's fp16(ReLU(z))
+//     through the accumulator-to-A identity), the loss on the m64n16 output
+//     accumulators, and the backward chain delta_{l-1} = (delta_l W_l) .*
+//     [h_{l-1} > 0], reading the same weight images MN-major (trans-b).
+//     Every activation (x, h_l, dL/dy, delta_l) is also written to its
+//     128B-swizzled shared-memory image on the side.
+//  2. Barrier; per weight matrix, each warpgroup takes 64-row chunks of dW
+//     and reads both operands from those images: dW_l = delta_l^T h_{l-1}
+//     with A = delta_l MN-major (trans-a) and B = h_{l-1} MN-major (trans-b);
+//     dW_0 with B = x^T, and the output layer as dW_D^T = h_{D-1}^T dL/dy,
+//     whose narrow operands (n_in, n_out < 64 columns) are stored K-major so
+//     that no MN-major operand is narrower than one 64-wide swizzle atom. The
+//     chunk is added to the block's fp32 partial: stored on the block's first
+//     tile, red.global.add after (each element has one owning thread, so the
+//     order is fixed and the result deterministic).
+// Weights: one K-major 128B image per matrix for the whole kernel, read as
+// K-major B forward and as MN-major B (the same bytes) backward; W_0 also as
+// a transposed image for dL/dinput (its 64-wide atom would be wider than
+// n_in).
+#pragma once
+
+#include "fused_mlp_args.h"
+#include "wgmma_device.cuh"
+
+#include <cuda_fp16.h>
+#include <cstdint>
+
+namespace fusedngp::gpu::wgmma_train {
+
+using namespace fusedngp::gpu::wgmma;
+
+// The kernel's per-thread helpers that touch no wgmma and no device-only
+// intrinsic are host-callable too: tests/gpu/test_wgmma_train_emulate.cu runs
+// them on the host around an emulated wgmma, so the image addressing,
+// descriptors and fragment maps are checked without a GPU.
+#define FUSEDNGP_WGMMA_HD __host__ __device__ __forceinline__
+
+// A read-only global load: __ldg on the device, a plain read on the host.
+FUSEDNGP_WGMMA_HD float load_global(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+constexpr int kWarpgroups = 2;
+constexpr int kThreads = kWarpgroups * kWarpgroupThreads;
+constexpr int kTileRows = kWarpgroups * kWarpgroupRows;  // rows per block tile
+constexpr int kOutPad = 16;                              // n_out_pad (n_out <= 16)
+constexpr int kRowSteps = kTileRows / 16;                // k-steps of a dW product (K = rows)
+
+// The kernel's input width: n_in_pad rounded up to a compiled variant.
+__host__ __device__ constexpr int input_width_for(uint32_t n_in_pad) { return n_in_pad <= 32 ? 32 : 64; }
+
+// Byte offsets of the shared-memory images (from a 1024-byte aligned base;
+// every size is a multiple of 1024, so every image starts on a swizzle atom).
+struct SmemLayout {
+    uint32_t w0;        // W_0   [W][KIN]      K-major (rows out, k in): forward layer 0
+    uint32_t w0t;       // W_0^T [KIN][W]      K-major (rows in, k out): dL/dinput
+    uint32_t w_hidden;  // W_l, l = 1..D-1, [W][W] K-major each: forward, and MN-major backward
+    uint32_t w_out;     // W_D   [16][W]       K-major: output layer, and MN-major backward
+    uint32_t x;         // x^T   [KIN][rows]   K-major: B of dW_0
+    uint32_t h;         // h_l = fp16(ReLU(z_l)), l = 0..D-1, [rows][W] each (act_offset)
+    uint32_t d_out;     // (dL/dy)^T [16][rows] K-major: B of dW_D^T
+    uint32_t delta;     // delta_l, l = 0..D-1, [rows][W] each (act_offset)
+    uint32_t scratch;   // 1 KB: the loss sums of the warps
+    uint32_t total;
+};
+
+__host__ __device__ constexpr uint32_t activation_bytes(int width) { return uint32_t(width) * kTileRows * 2u; }
+__host__ __device__ constexpr uint32_t hidden_weight_bytes(int width) { return uint32_t(width) * width * 2u; }
+
+__host__ __device__ constexpr SmemLayout smem_layout(int width, int kin, int hidden_layers) {
+    SmemLayout s{};
+    s.w0 = 0;
+    s.w0t = s.w0 + uint32_t(width) * 128u;  // one 64-wide k block of 128-byte rows
+    s.w_hidden = s.w0t + uint32_t(width / 64) * kin * 128u;
+    s.w_out = s.w_hidden + uint32_t(hidden_layers - 1) * hidden_weight_bytes(width);
+    s.x = s.w_out + uint32_t(width / 64) * kOutPad * 128u;
+    s.h = s.x + uint32_t(kTileRows / 64) * kin * 128u;
+    s.d_out = s.h + uint32_t(hidden_layers) * activation_bytes(width);
+    s.delta = s.d_out + uint32_t(kTileRows / 64) * kOutPad * 128u;
+    s.scratch = s.delta + uint32_t(hidden_layers) * activation_bytes(width);
+    s.total = s.scratch + 1024u;
+    return s;
+}
+
+// Dynamic shared memory to ask for: the images plus the slack to align them.
+__host__ __device__ constexpr size_t smem_bytes_for(int width, int kin, int hidden_layers) {
+    return size_t(smem_layout(width, kin, hidden_layers).total) + 1024u;
+}
+
+// ---- Image addressing ------------------------------------------------------------
+
+// Hidden activations and deltas: row-major [row][feature] in the 128B
+// layout. Read as K-major A that is the next layer's input (row = m), and as
+// MN-major A^T or B (feature = mn, row = k) by the weight-gradient products:
+// the same bytes (tile_offset's identity).
+template <int W>
+FUSEDNGP_WGMMA_HD uint32_t act_offset(int row, int feature) {
+    return tile_offset(Layout::Sw128MN, feature, row, W, kTileRows);
+}
+// x^T and (dL/dy)^T: K-major B of the weight-gradient products (n = feature,
+// k = row); stored transposed because n_in and n_out are narrower than an MN-major atom.
+template <int COLS>
+FUSEDNGP_WGMMA_HD uint32_t transposed_offset(int row, int feature) {
+    return tile_offset(Layout::Sw128K, feature, row, COLS, kTileRows);
+}
+
+FUSEDNGP_WGMMA_HD void store_u32(uint8_t* smem, uint32_t offset, uint32_t v) {
+    *reinterpret_cast<uint32_t*>(smem + offset) = v;
+}
+FUSEDNGP_WGMMA_HD void store_half(uint8_t* smem, uint32_t offset, float v) {
+    *reinterpret_cast<__half*>(smem + offset) = __float2half_rn(v);
+}
+
+// ---- Weights: fragment buffers -> 128B images, once per block --------------------
+
+// One matrix of a fragment buffer (kernels/fused_mlp_common.cu: operand B
+// [K][N], entry (nt * K/16 + kt) * 32 + lane holds B[k0][n], B[k0+1][n] |
+// B[k0+8][n], B[k0+9][n], n = 8 nt + lane/4, k0 = 16 kt + 2 (lane % 4)) into
+// a K-major 128B image whose rows are n and columns k.
+FUSEDNGP_WGMMA_HD void scatter_fragment_entry(uint2 v, uint32_t e, uint32_t kt_count, uint8_t* image, int image_rows,
+                                                int image_cols) {
+    const uint32_t lane = e % 32u, tile = e / 32u, nt = tile / kt_count, kt = tile % kt_count;
+    const int n = int(nt * 8u + lane / 4u), k0 = int(kt * 16u + 2u * (lane % 4u));
+    store_u32(image, tile_offset(Layout::Sw128K, n, k0, image_rows, image_cols), v.x);
+    store_u32(image, tile_offset(Layout::Sw128K, n, k0 + 8, image_rows, image_cols), v.y);
+}
+__device__ __forceinline__ void scatter_fragments(const uint2* __restrict__ frags, uint32_t k_pad, uint32_t n_pad,
+                                                  uint8_t* image, int image_rows, int image_cols) {
+    const uint32_t kt_count = k_pad / 16u, entries = k_pad * n_pad / 4u;
+    for (uint32_t e = threadIdx.x; e < entries; e += kThreads)
+        scatter_fragment_entry(__ldg(frags + e), e, kt_count, image, image_rows, image_cols);
+}
+
+// Zero first: W_0's image is read up to KIN columns, past n_in_pad.
+template <int W, int KIN>
+__device__ __forceinline__ void load_weight_images(const KernelArgs& p, uint8_t* smem, const SmemLayout& L) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    for (uint32_t i = threadIdx.x; i < L.x / 16u; i += kThreads) reinterpret_cast<uint4*>(smem)[i] = make_uint4(0, 0, 0, 0);
+    __syncthreads();
+    scatter_fragments(p.w_fwd + frag_offset(s, 0), s.n_in_pad, W, smem + L.w0, W, KIN);
+    scatter_fragments(p.w_bwd + frag_offset(s, 0), W, s.n_in_pad, smem + L.w0t, KIN, W);
+    for (uint32_t l = 1; l < D; ++l)
+        scatter_fragments(p.w_fwd + frag_offset(s, l), W, W, smem + L.w_hidden + (l - 1) * hidden_weight_bytes(W), W, W);
+    scatter_fragments(p.w_fwd + frag_offset(s, D), W, kOutPad, smem + L.w_out, kOutPad, W);
+    fence_proxy_async_shared();  // wgmma reads these through the async proxy
+    __syncthreads();
+}
+
+// ---- Products ------------------------------------------------------------------------
+
+// An operand in shared memory: its descriptor and how its start moves per k16.
+struct Operand {
+    uint64_t desc;
+    Layout layout;
+    int rows_mn;  // for the K-major k-step (next 64-wide k block)
+};
+
+// `address`: the tile's shared-memory address (the emulator: its offset from
+// a 1024-byte aligned base).
+FUSEDNGP_WGMMA_HD Operand operand_at(uint32_t address, Layout layout, int rows_mn, int cols_k) {
+    return {make_descriptor(address, descriptor_fields(layout, cols_k)), layout, rows_mn};
+}
+__device__ __forceinline__ Operand operand(const uint8_t* tile, Layout layout, int rows_mn, int cols_k) {
+    return operand_at(shared_address(tile), layout, rows_mn, cols_k);
+}
+// The descriptor of k-step `step`. The layout comes from the product's
+// trans flag (0: K-major, 1: MN-major), a compile-time constant: with the
+// operand's run-time layout, operands chosen by a run-time layer index put a
+// branch between consecutive wgmma, and ptxas injected a warpgroup.arrive
+// before each (C7519). The host emulation checks that both agree.
+template <int TRANS>
+FUSEDNGP_WGMMA_HD uint64_t at_step(const Operand& o, int step) {
+    constexpr Layout layout = TRANS ? Layout::Sw128MN : Layout::Sw128K;
+    return o.desc + (kstep_offset(layout, step, o.rows_mn) >> 4);
+}
+
+// acc = A * B with A from registers (STEPS k16 steps) and B in shared
+// memory; returns after the wait, A still intact.
+template <int TRANS_B, int NREG, int STEPS>
+__device__ __forceinline__ void product_rs(float (&acc)[NREG], uint32_t (&a)[STEPS][4], const Operand& b) {
+    wgmma_fence();
+FUSEDNGP_UNROLL
+    for (int s = 0; s < STEPS; ++s) wgmma_rs<TRANS_B>(acc, a[s], at_step<TRANS_B>(b, s), s > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    pin_registers(acc);
+    pin_registers(a);
+}
+
+// acc = A * B over the tile's rows (K = kTileRows), both in shared memory;
+// returns after the commit: the caller waits (wgmma_wait<0> + pin).
+template <int TRANS_A, int TRANS_B, int NREG>
+__device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, const Operand& b) {
+    wgmma_fence();
+FUSEDNGP_UNROLL
+    for (int s = 0; s < kRowSteps; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step<TRANS_A>(a, s), at_step<TRANS_B>(b, s), s > 0);
+    wgmma_commit();
+}
+
+// ---- Register <-> image helpers (warpgroup thread t, warpgroup g) --------------------
+
+template <int NREG>
+FUSEDNGP_WGMMA_HD void relu_to_fragments(float (&acc)[NREG], uint32_t (&a)[NREG / 8][4]) {
+FUSEDNGP_UNROLL
+    for (int i = 0; i < NREG; ++i) acc[i] = fmaxf(acc[i], 0.f);
+    accumulators_to_a_fragments(acc, a);
+}
+
+// Where a thread's accumulator registers live in an activation image
+// (act_offset of accumulator_position, split so the compiler keeps 8 values,
+// not one address per register): register i sits at row 64g + 16w + l/4 +
+// 8 ((i % 4) / 2) and feature 8 (i / 4) + 2 (l % 4) + i % 2, so row % 8 = l/4
+// is the thread's swizzle key and only the 16-byte chunk (i / 4) % 8 meets it.
+struct ActAddressing {
+    uint32_t base;  // (8g + 2w) * 1024 + (l/4) * 128 + 4 (l % 4)
+    uint32_t key;   // l / 4
+};
+__host__ __device__ constexpr ActAddressing act_addressing(int g, int t) {
+    const uint32_t w = uint32_t(t) / 32u, l = uint32_t(t) % 32u;
+    return {(8u * g + 2u * w) * 1024u + (l / 4u) * 128u + 4u * (l % 4u), l / 4u};
+}
+__host__ __device__ constexpr uint32_t act_offset_of(const ActAddressing& a, int i) {
+    return a.base + uint32_t(i / 32) * (kTileRows * 128u) + uint32_t((i % 4) / 2) * 1024u +
+           ((uint32_t((i / 4) % 8) ^ a.key) << 4) + 2u * uint32_t(i % 2);
+}
+
+// act_offset_of agrees with act_offset (accumulator_position) for every
+// thread and register: checked at compile time (static_assert in the .cu).
+template <int W>
+__host__ __device__ constexpr bool act_addressing_matches() {
+    for (int g = 0; g < kWarpgroups; ++g)
+        for (int t = 0; t < kWarpgroupThreads; ++t)
+            for (int i = 0; i < W / 2; ++i) {
+                const RowCol pos = accumulator_position(t, i);
+                const uint32_t want = tile_offset(Layout::Sw128MN, pos.col, kWarpgroupRows * g + pos.row, W, kTileRows);
+                if (act_offset_of(act_addressing(g, t), i) != want) return false;
+            }
+    return true;
+}
+
+// Fragment register a[j][r] holds the accumulator pair 8j + 2r, 8j + 2r + 1:
+// one 4-byte store of two adjacent features.
+template <int W>
+FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[W / 16][4], uint8_t* image, const ActAddressing& at) {
+FUSEDNGP_UNROLL
+    for (int j = 0; j < W / 16; ++j)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) store_u32(image, act_offset_of(at, 8 * j + 2 * r), a[j][r]);
+}
+
+// acc *= ReLU'(z_l) = [h_l > 0], h_l read back from its image at this
+// thread's own accumulator positions (it wrote them itself: no barrier).
+template <int W>
+FUSEDNGP_WGMMA_HD void apply_relu_mask(float (&acc)[W / 2], const uint8_t* h_image, const ActAddressing& at) {
+FUSEDNGP_UNROLL
+    for (int i = 0; i < W / 2; i += 2) {
+        const __half2 h = *reinterpret_cast<const __half2*>(h_image + act_offset_of(at, i));
+        acc[i] *= __low2float(h) > 0.f ? 1.f : 0.f;
+        acc[i + 1] *= __high2float(h) > 0.f ? 1.f : 0.f;
+    }
+}
+
+// This warpgroup's 64 input rows as fp16 A fragments (zero past the batch
+// and past n_in). row0: the warpgroup's first row in the batch.
+template <int KIN>
+FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
+                                                     uint32_t (&xa)[KIN / 16][4]) {
+    const uint32_t n_in = p.shape.n_in;
+FUSEDNGP_UNROLL
+    for (int s = 0; s < KIN / 16; ++s)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) {
+            const RowCol pos = a_fragment_position(t, r);
+            const uint32_t k = 16u * s + pos.col;
+            float v0 = 0.f, v1 = 0.f;
+            if (pos.row < valid) {
+                const float* src = p.in + size_t(row0 + pos.row) * n_in;
+                if (k < n_in) v0 = load_global(src + k);
+                if (k + 1 < n_in) v1 = load_global(src + k + 1);
+            }
+            xa[s][r] = pack_half2(v0, v1);
+        }
+}
+
+template <int KIN>
+FUSEDNGP_WGMMA_HD void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint8_t* image, int g, int t) {
+FUSEDNGP_UNROLL
+    for (int s = 0; s < KIN / 16; ++s)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) {
+            const RowCol pos = a_fragment_position(t, r);
+            const int row = kWarpgroupRows * g + pos.row, k = 16 * s + pos.col;
+            // The fragment's two halves (lower k in the low half), bit for bit.
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k)) = uint16_t(xa[s][r] & 0xFFFFu);
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k + 1)) = uint16_t(xa[s][r] >> 16);
+        }
+}
+
+// dL/dy or the target at this thread's 8 output positions (0 outside), read
+// at the tile's start so that the latency hides behind the forward pass.
+FUSEDNGP_WGMMA_HD void load_loss_inputs(const KernelArgs& p, uint32_t row0, int valid, int t, float (&v)[8]) {
+    const float* src = p.loss == LossKind::FromGradient ? p.dout : p.target;
+    const uint32_t n_out = p.shape.n_out;
+FUSEDNGP_UNROLL
+    for (int i = 0; i < 8; ++i) {
+        const RowCol pos = accumulator_position(t, i);
+        const bool ok = pos.row < valid && uint32_t(pos.col) < n_out;
+        v[i] = ok ? load_global(src + size_t(row0 + pos.row) * n_out + pos.col) : 0.f;
+    }
+}
+
+// y (output None: y = z) to p.out; y becomes loss_scale * dL/dy in place (0
+// past the batch and past n_out); the loss values go to loss_sum.
+FUSEDNGP_WGMMA_HD void output_loss(const KernelArgs& p, float (&y)[8], const float (&loss_in)[8],
+                                            uint32_t row0, int valid, int t, float& loss_sum) {
+    const uint32_t n_out = p.shape.n_out;
+FUSEDNGP_UNROLL
+    for (int i = 0; i < 8; ++i) {
+        const RowCol pos = accumulator_position(t, i);
+        const bool ok = pos.row < valid && uint32_t(pos.col) < n_out;
+        const size_t idx = size_t(row0 + pos.row) * n_out + pos.col;
+        float d = 0.f;
+        if (ok) {
+            if (p.out != nullptr) p.out[idx] = y[i];
+            d = fused_loss_gradient<true>(p.loss, y[i], loss_in[i], p.loss_norm) * p.loss_scale;
+            if (p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y[i], loss_in[i]);
+        }
+        y[i] = d;
+    }
+}
+
+// ---- Where everything is: image offsets and the operands of each product ---------------
+// Shared by the kernel (base = the aligned shared-memory address) and the
+// host emulator (base = 0), so both read the same images through the same
+// descriptors.
+
+template <int W>
+struct Images {
+    SmemLayout L;
+    FUSEDNGP_WGMMA_HD uint32_t h(uint32_t l) const { return L.h + l * activation_bytes(W); }
+    FUSEDNGP_WGMMA_HD uint32_t delta(uint32_t l) const { return L.delta + l * activation_bytes(W); }
+    FUSEDNGP_WGMMA_HD uint32_t hidden_weight(uint32_t l) const { return L.w_hidden + (l - 1) * hidden_weight_bytes(W); }
+};
+
+// B of forward layer l (0..D): W_l read K-major (rows out, k in).
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand forward_weight(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.w0, Layout::Sw128K, W, KIN);
+    if (l == D) return operand_at(base + im.L.w_out, Layout::Sw128K, kOutPad, W);
+    return operand_at(base + im.hidden_weight(l), Layout::Sw128K, W, W);
+}
+// B of the backward product through layer l: delta_{l-1} = delta_l W_l for
+// l >= 1 (the forward image read MN-major, K = fan_out), dL/dinput through
+// W_0^T's own K-major image for l = 0.
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand backward_weight(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.w0t, Layout::Sw128K, KIN, W);
+    if (l == D) return operand_at(base + im.L.w_out, Layout::Sw128MN, W, kOutPad);
+    return operand_at(base + im.hidden_weight(l), Layout::Sw128MN, W, W);
+}
+// A of dW_l's chunk m (64 rows of the result): delta_l^T for l < D, and
+// h_{D-1}^T for the output layer (computed transposed); MN-major, trans-a.
+template <int W>
+FUSEDNGP_WGMMA_HD Operand weight_gradient_a(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D, int m) {
+    const uint32_t image = l == D ? im.h(D - 1) : im.delta(l);
+    return operand_at(base + image + mn_block_offset_sw128mn(m, kTileRows), Layout::Sw128MN, W, kTileRows);
+}
+// B of dW_l: x^T (K-major) for l = 0, h_{l-1} (MN-major, trans-b) for hidden
+// layers, (dL/dy)^T (K-major) for the output layer.
+template <int W, int KIN>
+FUSEDNGP_WGMMA_HD Operand weight_gradient_b(uint32_t base, const Images<W>& im, uint32_t l, uint32_t D) {
+    if (l == 0) return operand_at(base + im.L.x, Layout::Sw128K, KIN, kTileRows);
+    if (l == D) return operand_at(base + im.L.d_out, Layout::Sw128K, kOutPad, kTileRows);
+    return operand_at(base + im.h(l - 1), Layout::Sw128MN, W, kTileRows);
+}
+
+// loss_scale * dL/dy (the output accumulators after output_loss) into its
+// transposed image, one half per element.
+FUSEDNGP_WGMMA_HD void store_output_delta_image(const float (&d)[8], uint8_t* image, int g, int t) {
+    for (int i = 0; i < 8; ++i) {
+        const RowCol pos = accumulator_position(t, i);
+        store_half(image, transposed_offset<kOutPad>(kWarpgroupRows * g + pos.row, pos.col), d[i]);
+    }
+}
+
+struct RowState {
+    uint32_t row0;  // the warpgroup's first row in the batch
+    int valid;      // of its 64 rows, those inside the batch (may be <= 0)
+    int g, t;       // warpgroup, thread in it
+};
+
+// dL/dinput = acc / loss_scale for rows inside the batch and columns < n_in;
+// bad is set by a non-finite value.
+template <int KIN>
+FUSEDNGP_WGMMA_HD void store_input_gradient(const KernelArgs& p, const float (&acc)[KIN / 2], const RowState& rs,
+                                            bool& bad) {
+    const uint32_t n_in = p.shape.n_in;
+    for (int i = 0; i < KIN / 2; ++i) {
+        const RowCol pos = accumulator_position(rs.t, i);
+        if (pos.row >= rs.valid || uint32_t(pos.col) >= n_in) continue;
+        const float v = acc[i] * p.inv_loss_scale;
+        p.din[size_t(rs.row0 + pos.row) * n_in + pos.col] = v;
+        bad |= !isfinite(v);
+    }
+}
+
+// The partial's element of dW chunk register pair 2i (rows o0.. = outputs,
+// columns = inputs; ld = the padded fan-in), or -1 past col_limit.
+FUSEDNGP_WGMMA_HD long long partial_pair_index(int t, int i, uint32_t ld, int o0, uint32_t col_limit) {
+    const RowCol pos = accumulator_position(t, 2 * i);
+    if (uint32_t(pos.col) >= col_limit) return -1;
+    return (long long)(o0 + pos.row) * ld + pos.col;
+}
+// The same for the transposed output-layer chunk (rows i0.. = inputs, columns = outputs).
+FUSEDNGP_WGMMA_HD long long partial_transposed_index(int t, int i, uint32_t ld, int i0) {
+    const RowCol pos = accumulator_position(t, i);
+    return (long long)pos.col * ld + i0 + pos.row;
+}
+
+// ---- The per-warpgroup chain: forward, loss, deltas, dL/dinput ------------------------
+
+template <int W, int KIN>
+__device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const Images<W>& im, const RowState& rs,
+                                      uint32_t (&xa)[KIN / 16][4], float& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden, base = shared_address(smem);
+    float loss_in[8];
+    load_loss_inputs(p, rs.row0, rs.valid, rs.t, loss_in);
+    store_input_image<KIN>(xa, smem + im.L.x, rs.g, rs.t);
+    const ActAddressing at = act_addressing(rs.g, rs.t);
+
+    // Forward: h_l = fp16(ReLU(h_{l-1} W_l^T)), kept as A fragments and imaged.
+    float acc[W / 2];
+    uint32_t ha[W / 16][4];
+    product_rs<0>(acc, xa, forward_weight<W, KIN>(base, im, 0, D));
+    relu_to_fragments(acc, ha);
+    store_activation<W>(ha, smem + im.h(0), at);
+    for (uint32_t l = 1; l < D; ++l) {
+        product_rs<0>(acc, ha, forward_weight<W, KIN>(base, im, l, D));
+        relu_to_fragments(acc, ha);
+        store_activation<W>(ha, smem + im.h(l), at);
+    }
+
+    // Output and loss: y (m64n16) -> loss_scale * dL/dy, one k-step of A.
+    float y[8];
+    product_rs<0>(y, ha, forward_weight<W, KIN>(base, im, D, D));
+    output_loss(p, y, loss_in, rs.row0, rs.valid, rs.t, loss_sum);
+    uint32_t da[1][4];
+    accumulators_to_a_fragments(y, da);
+    store_output_delta_image(y, smem + im.L.d_out, rs.g, rs.t);
+
+    // delta_{l-1} = (delta_l W_l) .* [h_{l-1} > 0], from the output layer down.
+    product_rs<1>(acc, da, backward_weight<W, KIN>(base, im, D, D));
+    apply_relu_mask<W>(acc, smem + im.h(D - 1), at);
+    accumulators_to_a_fragments(acc, ha);
+    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        product_rs<1>(acc, ha, backward_weight<W, KIN>(base, im, l, D));
+        apply_relu_mask<W>(acc, smem + im.h(l - 1), at);
+        accumulators_to_a_fragments(acc, ha);
+        store_activation<W>(ha, smem + im.delta(l - 1), at);
+    }
+
+    // dL/dinput = delta_0 W_0 / loss_scale.
+    if (p.din == nullptr) return;
+    float din[KIN / 2];
+    product_rs<0>(din, ha, backward_weight<W, KIN>(base, im, 0, D));
+    store_input_gradient<KIN>(p, din, rs, din_bad);
+}
+
+// ---- Weight gradients from the images -------------------------------------------------
+
+// Adds a finished dW chunk to the block's partial ([fan_out][ld] fp32):
+// stored on the block's first tile, then added with reductions that return
+// nothing (RED: no registers for old values, no wait for them). Each element
+// has one owning thread, whose same-address operations apply in program
+// order, so the sums keep a fixed order: deterministic.
+template <int NREG>
+__device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* partial, uint32_t ld, int o0,
+                                                     uint32_t col_limit, int t, bool first_tile) {
+    wgmma_wait<0>();
+    pin_registers(acc);
+FUSEDNGP_UNROLL
+    for (int i = 0; i < NREG / 2; ++i) {
+        const long long index = partial_pair_index(t, i, ld, o0, col_limit);
+        if (index < 0) continue;
+        float2* cell = reinterpret_cast<float2*>(partial + index);
+        const float2 v = make_float2(acc[2 * i], acc[2 * i + 1]);
+        if (first_tile)
+            *cell = v;
+        else
+            atomicAdd(cell, v);
+    }
+}
+
+__device__ __forceinline__ void add_transposed_chunk_to_partial(float (&acc)[8], float* partial, uint32_t ld, int i0,
+                                                                int t, bool first_tile) {
+    wgmma_wait<0>();
+    pin_registers(acc);
+FUSEDNGP_UNROLL
+    for (int i = 0; i < 8; ++i) {
+        float* cell = partial + partial_transposed_index(t, i, ld, i0);
+        if (first_tile)
+            *cell = acc[i];
+        else
+            atomicAdd(cell, acc[i]);
+    }
+}
+
+// Warpgroup g takes the 64-wide chunks g, g + 2, ... of every dW:
+//   dW_0[o][i]   = sum_r delta_0[r][o] x[r][i]
+//   dW_l[o][i]   = sum_r delta_l[r][o] h_{l-1}[r][i]
+//   dW_D^T[i][o] = sum_r h_{D-1}[r][i] (dL/dy)[r][o]
+template <int W, int KIN>
+__device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* smem, const Images<W>& im, int g, int t,
+                                                 bool first_tile) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden, base = shared_address(smem);
+    float* partial = p.partial + size_t(blockIdx.x) * p.partial_stride;
+    for (int m = g; m < W / 64; m += kWarpgroups) {
+        {
+            float acc[KIN / 2];
+            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, D, m), weight_gradient_b<W, KIN>(base, im, 0, D));
+            add_chunk_to_partial(acc, partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, t, first_tile);
+        }
+        for (uint32_t l = 1; l < D; ++l) {
+            float acc[W / 2];
+            issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, D, m), weight_gradient_b<W, KIN>(base, im, l, D));
+            add_chunk_to_partial(acc, partial + padded_offset(s, l), W, 64 * m, W, t, first_tile);
+        }
+        {
+            float acc[kOutPad / 2];
+            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
+            add_transposed_chunk_to_partial(acc, partial + padded_offset(s, D), W, 64 * m, t, first_tile);
+        }
+    }
+}
+
+// ---- The kernel ---------------------------------------------------------------------------
+
+__device__ __forceinline__ void prefetch_input_l2(const KernelArgs& p, uint32_t tile) {
+    if (!p.l2_prefetch || tile >= p.n_tiles) return;
+    const uint32_t row0 = tile * kTileRows, rows = min(uint32_t(kTileRows), p.batch - row0);
+    const size_t bytes = size_t(rows) * p.shape.n_in * sizeof(float);
+    const char* base = reinterpret_cast<const char*>(p.in + size_t(row0) * p.shape.n_in);
+    for (size_t off = size_t(threadIdx.x) * 128u; off < bytes; off += size_t(kThreads) * 128u)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off));
+}
+
+// The block's loss sum: lanes in a fixed butterfly, warps in order.
+__device__ __forceinline__ void write_loss_partial(const KernelArgs& p, float loss_sum, uint8_t* scratch) {
+    double v = double(loss_sum);
+FUSEDNGP_UNROLL
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    double* per_warp = reinterpret_cast<double*>(scratch);
+    if (threadIdx.x % 32u == 0) per_warp[threadIdx.x / 32u] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double sum = 0.0;
+        for (int w = 0; w < kThreads / 32; ++w) sum += per_warp[w];
+        p.loss_partial[blockIdx.x] = sum;
+    }
+}
+
+// Tiles round-robin over the blocks (tile = blockIdx.x + k * gridDim.x), as
+// the tile kernel: which block sums which rows depends only on batch and grid.
+template <int W, int KIN>
+__global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(const KernelArgs p) {
+#if FUSEDNGP_WGMMA_AVAILABLE
+    extern __shared__ __align__(1024) uint8_t smem_raw[];
+    uint8_t* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
+    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden))};
+    load_weight_images<W, KIN>(p, smem, im.L);
+    const int g = int(threadIdx.x) / kWarpgroupThreads, t = int(threadIdx.x) % kWarpgroupThreads;
+    auto rows_of = [&](uint32_t tile) {  // valid: 0 past the last tile or the batch, else up to 64
+        const uint32_t row0 = tile * kTileRows + uint32_t(kWarpgroupRows * g);
+        const bool inside = tile < p.n_tiles && row0 < p.batch;
+        return RowState{row0, inside ? int(min(p.batch - row0, uint32_t(kWarpgroupRows))) : 0, g, t};
+    };
+    float loss_sum = 0.f;
+    bool din_bad = false, first_tile = true;
+    uint32_t xa[KIN / 16][4];
+    load_input_fragments<KIN>(p, rows_of(blockIdx.x).row0, rows_of(blockIdx.x).valid, t, xa);
+    for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
+        __syncthreads();  // the previous tile's weight-gradient products are done with the images
+        prefetch_input_l2(p, tile + 2 * gridDim.x);
+        chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
+        // The next tile's input loads overlap the weight-gradient products.
+        const RowState next = rows_of(tile + gridDim.x);
+        load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
+        fence_proxy_async_shared();  // the images were written by ordinary stores
+        __syncthreads();
+        weight_gradients<W, KIN>(p, smem, im, g, t, first_tile);
+        // The next tile overwrites the images with ordinary stores after the
+        // barrier at the loop's top; the wgmma that read them are complete
+        // (wait_group 0). The proxy fence is belt and braces for that
+        // async-read -> generic-write order (one instruction per tile).
+        fence_proxy_async_shared();
+        first_tile = false;
+    }
+    if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && threadIdx.x % 32u == 0)
+        atomicOr(p.nonfinite_flag, 1u);
+    if (p.loss_partial != nullptr) write_loss_partial(p, loss_sum, smem + im.L.scratch);
+#else
+    (void)p;
+    __trap();  // built without sm_90a: the host never selects this kernel (wgmma_train_available)
+#endif
+}
+
+} // namespace fusedngp::gpu::wgmma_train

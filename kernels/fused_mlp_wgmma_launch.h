@@ -1,0 +1,35 @@
+// Host side of the wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh,
+// compiled for sm_90a only in kernels/sm90a/). FusedMlp selects it only when
+// asked (FusedMlpTuning::wgmma_train or FUSEDNGP_WGMMA_TRAIN=1), on a
+// compute capability 9.0 device, for a shape it supports.
+#pragma once
+
+#include "fused_mlp_args.h"
+#include "fused_mlp_launch.h"
+
+#include <cuda_runtime.h>
+
+namespace fusedngp::gpu {
+
+// Rows per block tile (2 warpgroups of 64) and threads per block.
+constexpr uint32_t kWgmmaTrainRows = 128;
+constexpr int kWgmmaTrainThreads = 256;
+
+// The shapes the kernel implements: W = 128, hidden ReLU, output None,
+// n_in <= 64, n_out <= 16, at least one hidden layer. Whether the depth fits
+// in shared memory is wgmma_train_smem_bytes against the device's limit (at
+// W = 128: 1 or 2 hidden layers within 227 KB).
+bool wgmma_train_shape_supported(const MlpShape& shape);
+// Dynamic shared memory of one block for this shape (supported shapes only).
+size_t wgmma_train_smem_bytes(const MlpShape& shape);
+// Whether `device` can run the kernel: the sm_90a binary runs on compute
+// capability 9.0 only.
+bool wgmma_train_device_ok(int device);
+
+// prepare_kernel (fused_mlp_launch.h) for this shape's kernel.
+cudaError_t prepare_wgmma_train(const MlpShape& shape, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info);
+// args.rows_per_tile must be kWgmmaTrainRows; grid <= args.n_tiles (every
+// block writes its partial).
+cudaError_t launch_wgmma_train(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
+
+} // namespace fusedngp::gpu

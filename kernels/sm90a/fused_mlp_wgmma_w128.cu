@@ -1,0 +1,53 @@
+// The wgmma training kernel at W = 128 and its host entry points. Built for
+// sm_90a only (kernels/CMakeLists.txt, target fusedngp_gpu_sm90a): it lives
+// in its own directory so the kernels/*.cu glob, built for the project's
+// architectures, does not pick it up.
+#include "fused_mlp_wgmma_device.cuh"
+#include "fused_mlp_wgmma_launch.h"
+
+namespace fusedngp::gpu {
+
+namespace {
+
+constexpr int kWidth = 128;
+
+static_assert(wgmma_train::kTileRows == (int)kWgmmaTrainRows && wgmma_train::kThreads == kWgmmaTrainThreads,
+              "launch constants out of step with the kernel");
+static_assert(wgmma_train::act_addressing_matches<kWidth>(), "the activation-image addressing is wrong");
+
+const void* kernel_for(const MlpShape& shape) {
+    if (wgmma_train::input_width_for(shape.n_in_pad) == 32)
+        return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<kWidth, 32>;
+    return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<kWidth, 64>;
+}
+
+} // namespace
+
+bool wgmma_train_shape_supported(const MlpShape& s) {
+    return s.width == (uint32_t)kWidth && s.hidden_act == Activation::ReLU && s.output_act == Activation::None &&
+           s.n_in >= 1 && s.n_in_pad <= 64 && s.n_out >= 1 && s.n_out_pad == (uint32_t)wgmma_train::kOutPad &&
+           s.n_hidden >= 1;
+}
+
+size_t wgmma_train_smem_bytes(const MlpShape& s) {
+    return wgmma_train::smem_bytes_for((int)s.width, wgmma_train::input_width_for(s.n_in_pad), (int)s.n_hidden);
+}
+
+bool wgmma_train_device_ok(int device) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
+    return major == 9 && minor == 0;
+}
+
+cudaError_t prepare_wgmma_train(const MlpShape& shape, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info) {
+    return prepare_kernel(kernel_for(shape), kWgmmaTrainThreads, max_dynamic_smem, -1, smem_bytes, info);
+}
+
+cudaError_t launch_wgmma_train(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream) {
+    if (args.rows_per_tile != kWgmmaTrainRows || grid == 0 || grid > args.n_tiles) return cudaErrorInvalidValue;
+    void* params[] = {const_cast<KernelArgs*>(&args)};
+    return cudaLaunchKernel(kernel_for(args.shape), dim3(grid), dim3(kWgmmaTrainThreads), params, smem_bytes, stream);
+}
+
+} // namespace fusedngp::gpu

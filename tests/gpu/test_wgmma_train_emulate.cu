@@ -1,0 +1,408 @@
+// The wgmma training kernel emulated on the host (no GPU): the kernel's own
+// helpers (kernels/fused_mlp_wgmma_device.cuh: weight scatter, image
+// addressing, operand descriptors, fragment maps, loss, partial indexing) run
+// per thread on a host copy of the block's shared memory, and each wgmma is
+// replaced by a product that reads its operands through the descriptor
+// fields, as we read the PTX canonical layouts (the same reading as the
+// probe's `emulate`). The per-block partials then go through the reduce's
+// arithmetic and are compared with the double reference, as the GPU tests
+// do. What this checks without a device: that the kernel's images, operands
+// and fragment bookkeeping fit together. What it cannot check: that the
+// hardware reads the layouts as we do (the probe's `check` on the H200), the
+// asynchronous protocol, or speed.
+#include "fused_mlp_wgmma_device.cuh"
+#include "mlp_reference.h"
+#include "mlp_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fusedngp::gpu::wgmma_train {
+namespace {
+
+using namespace fusedngp::gpu::mlp_test;
+
+constexpr int kW = 128;
+constexpr int kT = kWarpgroupThreads;
+
+// ---- The emulated tensor core ------------------------------------------------------------
+
+// Element (mn, k) of one k16 step's operand, read through its descriptor.
+float descriptor_element(const std::vector<uint8_t>& smem, uint64_t desc, bool mn_major, int mn, int k) {
+    const uint32_t start = uint32_t(desc & 0x3FFFu) << 4, lbo = uint32_t((desc >> 16) & 0x3FFFu) << 4,
+                   sbo = uint32_t((desc >> 32) & 0x3FFFu) << 4;
+    EXPECT_EQ(uint32_t(desc >> 62), 1u) << "every operand of the kernel is 128B-swizzled";
+    const uint32_t plain = mn_major ? start + (mn / 64) * lbo + (mn % 64) * 2 + (k / 8) * sbo + (k % 8) * 128
+                                    : start + (mn / 8) * sbo + (mn % 8) * 128 + k * 2;
+    const uint32_t address = swizzle_128b(plain);
+    if (address + 2 > smem.size()) {
+        ADD_FAILURE() << "operand read past shared memory";
+        return NAN;
+    }
+    __half h;
+    std::memcpy(&h, &smem[address], sizeof(h));
+    return __half2float(h);
+}
+
+float low_half(uint32_t v) { return __half2float(__ushort_as_half((unsigned short)(v & 0xFFFFu))); }
+float high_half(uint32_t v) { return __half2float(__ushort_as_half((unsigned short)(v >> 16))); }
+
+// D[64][n] = A[64][K] * B[K][n], scattered back into each thread's accumulators.
+template <int NREG, class Acc>
+void scatter_product(const std::vector<float>& a, const std::vector<float>& b, int k_total, Acc&& acc_of) {
+    constexpr int n = 2 * NREG;
+    for (int t = 0; t < kT; ++t)
+        for (int i = 0; i < NREG; ++i) {
+            const RowCol pos = accumulator_position(t, i);
+            float sum = 0.f;
+            for (int k = 0; k < k_total; ++k) sum += a[size_t(pos.row) * k_total + k] * b[size_t(k) * n + pos.col];
+            acc_of(t)[i] = sum;
+        }
+}
+
+// The kernel steps an operand by its product's trans flag (at_step<TRANS>):
+// the operand's own layout must say the same.
+template <int TRANS>
+void expect_layout_matches(const Operand& o) {
+    EXPECT_EQ(int(o.layout), int(TRANS ? Layout::Sw128MN : Layout::Sw128K)) << "operand layout vs trans flag";
+}
+
+template <int NREG, int TRANS_B>
+std::vector<float> b_matrix(const std::vector<uint8_t>& smem, const Operand& b, int steps) {
+    constexpr int n = 2 * NREG;
+    expect_layout_matches<TRANS_B>(b);
+    std::vector<float> m(size_t(16 * steps) * n);
+    for (int s = 0; s < steps; ++s)
+        for (int k = 0; k < 16; ++k)
+            for (int j = 0; j < n; ++j)
+                m[size_t(16 * s + k) * n + j] = descriptor_element(smem, at_step<TRANS_B>(b, s), TRANS_B == 1, j, k);
+    return m;
+}
+
+// wgmma with A from registers: a_of(t) is thread t's uint32_t[STEPS][4].
+template <int NREG, int STEPS, int TRANS_B, class Acc, class A>
+void emulate_rs(const std::vector<uint8_t>& smem, Acc&& acc_of, A&& a_of, const Operand& b) {
+    std::vector<float> a(size_t(64) * 16 * STEPS);
+    for (int t = 0; t < kT; ++t)
+        for (int s = 0; s < STEPS; ++s)
+            for (int r = 0; r < 4; ++r) {
+                const RowCol pos = a_fragment_position(t, r);
+                const uint32_t v = a_of(t)[s][r];
+                a[size_t(pos.row) * 16 * STEPS + 16 * s + pos.col] = low_half(v);
+                a[size_t(pos.row) * 16 * STEPS + 16 * s + pos.col + 1] = high_half(v);
+            }
+    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, STEPS), 16 * STEPS, acc_of);
+}
+
+// wgmma with A and B in shared memory, K = the tile's rows.
+template <int NREG, int TRANS_A, int TRANS_B, class Acc>
+void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, const Operand& b) {
+    expect_layout_matches<TRANS_A>(a_op);
+    std::vector<float> a(size_t(64) * kTileRows);
+    for (int s = 0; s < kRowSteps; ++s)
+        for (int m = 0; m < 64; ++m)
+            for (int k = 0; k < 16; ++k)
+                a[size_t(m) * kTileRows + 16 * s + k] = descriptor_element(smem, at_step<TRANS_A>(a_op, s), TRANS_A == 1, m, k);
+    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, kRowSteps), kTileRows, acc_of);
+}
+
+// ---- The kernel, one block, its tiles in order ----------------------------------------------
+
+template <int KIN>
+struct ThreadRegs {
+    uint32_t xa[KIN / 16][4];
+    float loss_in[8], acc[kW / 2], y[8], din[KIN / 2];
+    uint32_t ha[kW / 16][4], da[1][4];
+};
+
+// The image part of load_weight_images: every fragment entry scattered.
+template <int KIN>
+void load_weights(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<kW>& im) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    auto scatter = [&](const uint2* frags, uint32_t k_pad, uint32_t n_pad, uint32_t image, int rows, int cols) {
+        for (uint32_t e = 0; e < k_pad * n_pad / 4; ++e)
+            scatter_fragment_entry(frags[e], e, k_pad / 16, smem.data() + image, rows, cols);
+    };
+    scatter(p.w_fwd + frag_offset(s, 0), s.n_in_pad, kW, im.L.w0, kW, KIN);
+    scatter(p.w_bwd + frag_offset(s, 0), kW, s.n_in_pad, im.L.w0t, KIN, kW);
+    for (uint32_t l = 1; l < D; ++l) scatter(p.w_fwd + frag_offset(s, l), kW, kW, im.hidden_weight(l), kW, kW);
+    scatter(p.w_fwd + frag_offset(s, D), kW, kOutPad, im.L.w_out, kOutPad, kW);
+}
+
+// chain() for warpgroup g, step by step.
+template <int KIN>
+void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<kW>& im, uint32_t tile, int g,
+                   double& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden;
+    uint8_t* base = smem.data();
+    std::vector<ThreadRegs<KIN>> th(kT);
+    auto rows = [&](int t) {
+        const uint32_t row0 = tile * kTileRows + kWarpgroupRows * g;
+        return RowState{row0, row0 < p.batch ? int(std::min<uint32_t>(p.batch - row0, 64)) : 0, g, t};
+    };
+    auto acc = [&](int t) -> float(&)[kW / 2] { return th[t].acc; };
+    auto ha = [&](int t) -> uint32_t(&)[kW / 16][4] { return th[t].ha; };
+    for (int t = 0; t < kT; ++t) {
+        const RowState rs = rows(t);
+        load_input_fragments<KIN>(p, rs.row0, rs.valid, t, th[t].xa);
+        load_loss_inputs(p, rs.row0, rs.valid, t, th[t].loss_in);
+        store_input_image<KIN>(th[t].xa, base + im.L.x, g, t);
+    }
+    auto forward_layer = [&](uint32_t l) {
+        for (int t = 0; t < kT; ++t) {
+            relu_to_fragments(th[t].acc, th[t].ha);
+            store_activation<kW>(th[t].ha, base + im.h(l), act_addressing(g, t));
+        }
+    };
+    emulate_rs<kW / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
+                                    forward_weight<kW, KIN>(0, im, 0, D));
+    forward_layer(0);
+    for (uint32_t l = 1; l < D; ++l) {
+        emulate_rs<kW / 2, kW / 16, 0>(smem, acc, ha, forward_weight<kW, KIN>(0, im, l, D));
+        forward_layer(l);
+    }
+    emulate_rs<8, kW / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
+                              forward_weight<kW, KIN>(0, im, D, D));
+    for (int t = 0; t < kT; ++t) {
+        const RowState rs = rows(t);
+        float sum = 0.f;
+        output_loss(p, th[t].y, th[t].loss_in, rs.row0, rs.valid, t, sum);
+        loss_sum += sum;
+        accumulators_to_a_fragments(th[t].y, th[t].da);
+        store_output_delta_image(th[t].y, base + im.L.d_out, g, t);
+    }
+    auto backward_layer = [&](uint32_t l) {  // delta_l from acc
+        for (int t = 0; t < kT; ++t) {
+            apply_relu_mask<kW>(th[t].acc, base + im.h(l), act_addressing(g, t));
+            accumulators_to_a_fragments(th[t].acc, th[t].ha);
+            store_activation<kW>(th[t].ha, base + im.delta(l), act_addressing(g, t));
+        }
+    };
+    emulate_rs<kW / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
+                             backward_weight<kW, KIN>(0, im, D, D));
+    backward_layer(D - 1);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        emulate_rs<kW / 2, kW / 16, 1>(smem, acc, ha, backward_weight<kW, KIN>(0, im, l, D));
+        backward_layer(l - 1);
+    }
+    if (p.din == nullptr) return;
+    emulate_rs<KIN / 2, kW / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
+                                    backward_weight<kW, KIN>(0, im, 0, D));
+    for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows(t), din_bad);
+}
+
+// One thread's accumulators of an m64n(2 NREG) product.
+template <int NREG>
+struct Accumulators {
+    float v[NREG];
+};
+
+// A dW chunk whose accumulator rows are outputs (o0 = 64 m), added to the
+// partial through the kernel's index: stored on the first tile, then summed.
+template <int NREG, int KIN, int TRANS_B>
+void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<kW>& im, uint32_t l, int m,
+                        uint32_t ld, uint32_t col_limit, float* partial, bool first_tile) {
+    const uint32_t D = p.shape.n_hidden;
+    std::vector<Accumulators<NREG>> regs(kT);
+    emulate_ss<NREG, 1, TRANS_B>(smem, [&](int t) -> float(&)[NREG] { return regs[t].v; },
+                                 weight_gradient_a<kW>(0, im, l, D, m), weight_gradient_b<kW, KIN>(0, im, l, D));
+    for (int t = 0; t < kT; ++t)
+        for (int i = 0; i < NREG / 2; ++i) {
+            const long long index = partial_pair_index(t, i, ld, 64 * m, col_limit);
+            if (index < 0) continue;
+            for (int j = 0; j < 2; ++j) {
+                float& cell = partial[padded_offset(p.shape, l) + index + j];
+                cell = first_tile ? regs[t].v[2 * i + j] : cell + regs[t].v[2 * i + j];
+            }
+        }
+}
+
+// weight_gradients() for warpgroup g: the same chunks and operands.
+template <int KIN>
+void emulate_weight_gradients(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<kW>& im, int g,
+                              float* partial, bool first_tile) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    for (int m = g; m < kW / 64; m += kWarpgroups) {
+        emulate_rows_chunk<KIN / 2, KIN, 0>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, partial, first_tile);
+        for (uint32_t l = 1; l < D; ++l)
+            emulate_rows_chunk<kW / 2, KIN, 1>(p, smem, im, l, m, kW, kW, partial, first_tile);
+        std::vector<Accumulators<8>> dwd(kT);
+        emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<kW>(0, im, D, D, m),
+                            weight_gradient_b<kW, KIN>(0, im, D, D));
+        for (int t = 0; t < kT; ++t)
+            for (int i = 0; i < 8; ++i) {
+                float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, kW, 64 * m)];
+                cell = first_tile ? dwd[t].v[i] : cell + dwd[t].v[i];
+            }
+    }
+}
+
+template <int KIN>
+void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, double& loss_sum, bool& din_bad) {
+    const Images<kW> im{smem_layout(kW, KIN, int(p.shape.n_hidden))};
+    std::vector<uint8_t> smem(im.L.total, 0);
+    load_weights<KIN>(p, smem, im);
+    bool first_tile = true;
+    for (uint32_t tile = block; tile < p.n_tiles; tile += grid) {
+        for (int g = 0; g < kWarpgroups; ++g) emulate_chain<KIN>(p, smem, im, tile, g, loss_sum, din_bad);
+        for (int g = 0; g < kWarpgroups; ++g)
+            emulate_weight_gradients<KIN>(p, smem, im, g, p.partial + size_t(block) * p.partial_stride, first_tile);
+        first_tile = false;
+    }
+}
+
+// ---- The host side: fragment buffers, the call, the reduce --------------------------------
+
+// convert_weights_kernel's fragment order (kernels/fused_mlp_common.cu) on the host.
+void convert_weights(const std::vector<float>& master, const MlpShape& s, std::vector<uint2>& fwd,
+                     std::vector<uint2>& bwd) {
+    fwd.assign(n_params_padded(s) / 4, make_uint2(0, 0));
+    bwd = fwd;
+    auto weight = [&](uint32_t l, uint32_t out, uint32_t in) {
+        if (out >= fan_out(s, l) || in >= fan_in(s, l)) return 0.f;
+        return master[param_offset(s, l) + (size_t)out * fan_in(s, l) + in];
+    };
+    auto pair = [](float lo, float hi) { return pack_half2(lo, hi); };
+    for (uint32_t l = 0; l <= s.n_hidden; ++l) {
+        const uint32_t fi = fan_in_pad(s, l), fo = fan_out_pad(s, l);
+        for (size_t local = 0; local < (size_t)fi * fo / 4; ++local) {
+            const uint32_t lane = uint32_t(local % 32), t = uint32_t(local / 32);
+            {
+                const uint32_t kt_count = fi / 16, n = (t / kt_count) * 8 + lane / 4, k0 = (t % kt_count) * 16 + 2 * (lane % 4);
+                fwd[frag_offset(s, l) + local] = make_uint2(pair(weight(l, n, k0), weight(l, n, k0 + 1)),
+                                                            pair(weight(l, n, k0 + 8), weight(l, n, k0 + 9)));
+            }
+            {
+                const uint32_t kt_count = fo / 16, n = (t / kt_count) * 8 + lane / 4, k0 = (t % kt_count) * 16 + 2 * (lane % 4);
+                bwd[frag_offset(s, l) + local] = make_uint2(pair(weight(l, k0, n), weight(l, k0 + 1, n)),
+                                                            pair(weight(l, k0 + 8, n), weight(l, k0 + 9, n)));
+            }
+        }
+    }
+}
+
+struct EmuCase {
+    uint32_t n_in, n_out, depth, batch, grid;
+};
+
+std::string emu_name(const EmuCase& c) {
+    return "D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
+           std::to_string(c.n_out) + "_grid" + std::to_string(c.grid);
+}
+
+void check_emulated(const EmuCase& c) {
+    std::mt19937_64 rng(c.batch * 13 + c.n_in);
+    reference::MlpDims d{c.n_in, kW, c.depth, c.n_out, Activation::ReLU, Activation::None};
+    const std::vector<double> params = random_params(d, rng);
+    const Inputs inputs = random_inputs(d, params, c.batch, c.batch + 5);
+    std::vector<double> target = random_values((size_t)c.batch * c.n_out, 1.0, false, rng);
+    for (uint32_t row = 0; row < c.batch; ++row) {  // rows near a ReLU kink: target = output, gradient ~0
+        if (!inputs.masked[row]) continue;
+        std::vector<std::vector<double>> z;
+        reference::forward(d, params.data(), inputs.x.data() + (size_t)row * c.n_in, target.data() + (size_t)row * c.n_out, z);
+    }
+
+    MlpShape s;
+    s.n_in = c.n_in;
+    s.n_in_pad = round_up16(c.n_in);
+    s.width = kW;
+    s.n_hidden = c.depth;
+    s.n_out = c.n_out;
+    s.n_out_pad = round_up16(c.n_out);
+    std::vector<uint2> fwd, bwd;
+    convert_weights(to_float(params), s, fwd, bwd);
+    const std::vector<float> in = to_float(inputs.x), tgt = to_float(target);
+    std::vector<float> out((size_t)c.batch * c.n_out, NAN), din((size_t)c.batch * c.n_in, NAN);
+    const size_t stride = n_params_padded(s);
+    std::vector<float> partial(stride * c.grid, NAN);
+
+    KernelArgs p;
+    p.shape = s;
+    p.w_fwd = fwd.data();
+    p.w_bwd = bwd.data();
+    p.in = in.data();
+    p.out = out.data();
+    p.target = tgt.data();
+    p.din = din.data();
+    p.partial = partial.data();
+    p.partial_stride = stride;
+    p.batch = c.batch;
+    p.rows_per_tile = kTileRows;
+    p.n_tiles = (c.batch + kTileRows - 1) / kTileRows;
+    p.loss_scale = 128.f;
+    p.inv_loss_scale = 1.f / 128.f;
+    p.loss_norm = 1.f / float((size_t)c.batch * c.n_out);
+    p.loss = LossKind::L2;
+    double dummy = 0;
+    p.loss_partial = &dummy;  // non-null: output_loss sums the loss values
+    ASSERT_LE(c.grid, p.n_tiles);
+
+    double loss_sum = 0;
+    bool din_bad = false;
+    for (uint32_t b = 0; b < c.grid; ++b) {
+        if (input_width_for(s.n_in_pad) == 32)
+            emulate_block<32>(p, b, c.grid, loss_sum, din_bad);
+        else
+            emulate_block<64>(p, b, c.grid, loss_sum, din_bad);
+    }
+    EXPECT_FALSE(din_bad);
+    // The reduce: blocks in order, / loss_scale, unpadded.
+    std::vector<float> dw(d.n_params());
+    for (uint32_t l = 0; l <= c.depth; ++l)
+        for (uint32_t o = 0; o < fan_out(s, l); ++o)
+            for (uint32_t i = 0; i < fan_in(s, l); ++i) {
+                float sum = 0.f;
+                for (uint32_t b = 0; b < c.grid; ++b)
+                    sum += partial[b * stride + padded_offset(s, l) + (size_t)o * fan_in_pad(s, l) + i];
+                dw[param_offset(s, l) + (size_t)o * fan_in(s, l) + i] = sum / p.loss_scale;
+            }
+    ASSERT_TRUE(all_finite(out)) << "y not written everywhere";
+    ASSERT_TRUE(all_finite(din)) << "dL/dinput not written everywhere";
+    ASSERT_TRUE(all_finite(dw)) << "a partial element never written";
+
+    const double norm = 1.0 / ((double)c.batch * c.n_out);
+    const ReferenceResult ref = reference_pass(d, params, inputs.x, c.batch, [&](uint32_t row, const double* y, double* dy) {
+        for (uint32_t o = 0; o < c.n_out; ++o) dy[o] = 2.0 * (y[o] - target[(size_t)row * c.n_out + o]) * norm;
+    });
+    double ref_loss = 0;
+    for (size_t i = 0; i < target.size(); ++i) ref_loss += (ref.out[i] - target[i]) * (ref.out[i] - target[i]);
+    const double e_out = relative_error(out, ref.out, c.n_out, {});
+    const double e_din = relative_error(din, ref.din, c.n_in, {});
+    const double e_dw = relative_error(dw, ref.dparams, 0, {});
+    const double e_loss = std::abs(loss_sum - ref_loss) / std::max(ref_loss, 1e-30);
+    EXPECT_LE(e_out, 2e-3) << emu_name(c);
+    EXPECT_LE(e_din, 1e-2) << emu_name(c);
+    EXPECT_LE(e_dw, 1e-2) << emu_name(c);
+    EXPECT_LE(e_loss, 2e-3) << emu_name(c);
+    for (uint32_t l = 0; l <= c.depth; ++l) {
+        const auto b = (std::ptrdiff_t)d.offset(l), e = (std::ptrdiff_t)d.offset(l + 1);
+        const std::vector<float> got(dw.begin() + b, dw.begin() + e);
+        const std::vector<double> want(ref.dparams.begin() + b, ref.dparams.begin() + e);
+        EXPECT_LE(relative_error(got, want, 0, {}), 1e-2) << "dW of layer " << l << " " << emu_name(c);
+    }
+    std::printf("[ errors ] emulated %-28s out %.1e din %.1e dW %.1e loss %.1e\n", emu_name(c).c_str(), e_out, e_din,
+                e_dw, e_loss);
+}
+
+class WgmmaTrainEmulated : public ::testing::TestWithParam<EmuCase> {};
+
+TEST_P(WgmmaTrainEmulated, MatchesReference) { check_emulated(GetParam()); }
+
+// Batch 300 on 2 blocks: block 0 runs tiles 0 and 2 (the add path, a partial
+// last tile), block 1 tile 1. The shapes of the GPU tests.
+INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated,
+                         ::testing::Values(EmuCase{32, 16, 2, 300, 2}, EmuCase{3, 1, 1, 300, 2},
+                                           EmuCase{17, 5, 2, 130, 1}, EmuCase{48, 7, 2, 300, 2},
+                                           EmuCase{64, 16, 1, 1, 1}),
+                         [](const ::testing::TestParamInfo<EmuCase>& p) { return emu_name(p.param); });
+
+} // namespace
+} // namespace fusedngp::gpu::wgmma_train
