@@ -1,7 +1,8 @@
 // Host side of the wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh,
-// compiled for sm_90a only in kernels/sm90a/). FusedMlp selects it only when
-// asked (FusedMlpTuning::wgmma_train or FUSEDNGP_WGMMA_TRAIN=1), on a
-// compute capability 9.0 device, for a shape it supports.
+// compiled for sm_90a only in kernels/sm90a/). FusedMlp selects it by default
+// (wgmma_train_requested: not when FUSEDNGP_WGMMA_TRAIN=0 or the tuning forces
+// another training kernel), on a compute capability 9.0 device, for a shape
+// it supports.
 #pragma once
 
 #include "fused_mlp_args.h"

@@ -12,8 +12,13 @@ done
 if [ "$missing" = 1 ]; then
   if compgen -G ".devdeps/*.deb" > /dev/null; then
     PFX=/tmp/fusedngp-deps
-    rm -rf "$PFX"
-    for f in .devdeps/*.deb; do dpkg -x "$f" "$PFX"; done
+    # A second gpu-check beside a first (GPU_CHECK_NO_BUILD) reuses the
+    # prefix: unpacking again would pull it from under the first one's tests.
+    if [ -z "${GPU_CHECK_NO_BUILD:-}" ] || [ ! -f "$PFX/.unpacked" ]; then
+      rm -rf "$PFX"
+      for f in .devdeps/*.deb; do dpkg -x "$f" "$PFX"; done
+      touch "$PFX/.unpacked"
+    fi
     LIBDIR="$PFX/usr/lib/x86_64-linux-gnu"
     export PKG_CONFIG_SYSROOT_DIR="$PFX" PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
     export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -112,17 +112,17 @@ TEST_F(TrainCli, TrainWritesSummarySnapshotAndRenderThenRenderAndExportWork) {
     EXPECT_EQ(read_all(dir / "a.png"), read_all(dir / "b.png"));
 }
 
-// --sample-order tiled trains (the same samples in another order) and the
-// summary records the order; spread is the default.
+// --sample-order spread trains (the same samples in another order) and the
+// summary records the order; tiled is the default.
 TEST_F(TrainCli, SampleOrderIsSelectableAndRecorded) {
     fs::path tiled = dir / "tiled", spread = dir / "spread";
-    CliResult r = train(kImage, tiled, "--backend cpu --sample-order tiled");
+    CliResult r = train(kImage, spread, "--backend cpu --sample-order spread");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    auto summary = nlohmann::json::parse(read_text((tiled / "summary.json").string()));
-    EXPECT_EQ(summary["sampling"]["order"], "tiled");
+    auto summary = nlohmann::json::parse(read_text((spread / "summary.json").string()));
+    EXPECT_EQ(summary["sampling"]["order"], "spread");
     EXPECT_GT(summary["psnr"].get<double>(), 10.0);
-    ASSERT_EQ(train(kImage, spread, "--backend cpu").exit_code, 0);
-    EXPECT_EQ(nlohmann::json::parse(read_text((spread / "summary.json").string()))["sampling"]["order"], "spread");
+    ASSERT_EQ(train(kImage, tiled, "--backend cpu").exit_code, 0);
+    EXPECT_EQ(nlohmann::json::parse(read_text((tiled / "summary.json").string()))["sampling"]["order"], "tiled");
     EXPECT_NE(train(kImage, dir / "bad", "--backend cpu --sample-order zigzag").exit_code, 0);
 }
 

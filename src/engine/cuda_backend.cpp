@@ -126,6 +126,19 @@ gpu::MlpKernel requested_mlp_kernel(const json& config) {
     return gpu::MlpKernel::Auto;
 }
 
+// Image data in the tiled sample order: each warp's samples are an 8 x 4
+// tile of strata, so the grid gradient's shared-memory levels sum a warp's
+// contributions to one row before the atomic (measured on the H200: step
+// 0.346 against 0.360 ms for the spread order with plain atomics; on spread
+// inputs the aggregation costs more than it saves, so it follows the order).
+// FUSEDNGP_GRID_KERNELS still overrides it.
+gpu::GpuEncodingOptions encoding_options(const TrainingData& data) {
+    gpu::GpuEncodingOptions options;
+    const auto* image = dynamic_cast<const ImageTrainingData*>(&data);
+    options.grid_kernels.gradient_warp_aggregate_shared = image && image->sampling().order == SampleOrder::Tiled;
+    return options;
+}
+
 } // namespace
 
 bool cuda_device_available() {
@@ -181,7 +194,7 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
             *s.host = {};
         }
 
-        encoding_ = gpu::make_gpu_encoding(host_model_.encoding());
+        encoding_ = gpu::make_gpu_encoding(host_model_.encoding(), encoding_options(data_));
         const gpu::MlpKernel requested = requested_mlp_kernel(config_);
         const gpu::MlpKernel kernel = initial_kernel(requested);
         // Auto with both kernels possible: fused until the first training

@@ -395,7 +395,7 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning) {
     if (tuning.wgmma_train) return true;
     if (tuning.tile_training || tuning.force_warp_training) return false;
     const char* env = std::getenv("FUSEDNGP_WGMMA_TRAIN");
-    return env != nullptr && std::strcmp(env, "1") == 0;
+    return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
 // The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,

@@ -135,7 +135,13 @@ void check_case(const WgmmaCase& c) {
     const double t_out = relative_error(w.out, to_double(t.out), c.n_out, rows);
     const double t_din = relative_error(w.din, to_double(t.din), c.n_in, rows);
     const double t_dw = relative_error(w.dw, to_double(t.dw), 0, {});
-    EXPECT_LE(e_out, 2e-3) << "y vs reference " << case_name(c) << " " << wgmma.describe();
+    // y's error is norm-wise over the rows checked. Below 16 values it is one
+    // or a few dot products of 128 fp16-rounded hidden values, whose sum can
+    // cancel: the H200 gave 2.7e-3 for grad_D1_B1_in3_out1 (one value), where
+    // the tile kernel's y was bit-identical (t_out = 0). Hence the looser
+    // bound there; the tile comparison below stays tight.
+    const size_t out_values = (rows.empty() ? (size_t)c.batch : rows.size()) * c.n_out;
+    EXPECT_LE(e_out, out_values >= 16 ? 2e-3 : 5e-3) << "y vs reference " << case_name(c) << " " << wgmma.describe();
     EXPECT_LE(e_din, 1e-2) << "dL/dinput vs reference " << case_name(c);
     EXPECT_LE(e_dw, 1e-2) << "dL/dW vs reference " << case_name(c);
     EXPECT_LE(t_out, 1e-3) << "y vs the tile kernel " << case_name(c);
@@ -219,18 +225,21 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
     }
 }
 
-// Off by default; the environment knob turns it on unless the tuning forces
-// another training kernel. Host logic only.
-TEST(WgmmaTrainSelection, OffByDefaultEnvKnob) {
+// On by default; FUSEDNGP_WGMMA_TRAIN=0 or a tuning that forces another
+// training kernel turns it off, tuning.wgmma_train forces it. Host logic only.
+TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     const char* saved = std::getenv("FUSEDNGP_WGMMA_TRAIN");
     const std::string saved_value = saved ? saved : "";
     unsetenv("FUSEDNGP_WGMMA_TRAIN");
     FusedMlpTuning t;
-    EXPECT_FALSE(wgmma_train_requested(t));
+    EXPECT_TRUE(wgmma_train_requested(t));
+    FusedMlpTuning tile = t, warp = t;
+    tile.tile_training = true;
+    warp.force_warp_training = true;
+    EXPECT_FALSE(wgmma_train_requested(tile));
+    EXPECT_FALSE(wgmma_train_requested(warp));
     setenv("FUSEDNGP_WGMMA_TRAIN", "1", 1);
     EXPECT_TRUE(wgmma_train_requested(t));
-    FusedMlpTuning tile = t;
-    tile.tile_training = true;
     EXPECT_FALSE(wgmma_train_requested(tile));
     setenv("FUSEDNGP_WGMMA_TRAIN", "0", 1);
     EXPECT_FALSE(wgmma_train_requested(t));

@@ -87,8 +87,10 @@ struct GridKernelOptions {
     bool gradient_warp_aggregate = false;
     // Shared-memory levels: the same before the shared-memory atomics (CAS
     // loops on sm_90, which serialise when a warp's samples share a row).
-    // With the tiled order the one setting the kernel bench favours (0.131
-    // against 0.137 ms); not yet timed in the training step, so off.
+    // Pays with the tiled order only (H200, image-fit step: 0.346 ms against
+    // 0.360 for spread + plain; on spread inputs the gradient kernel goes
+    // 0.137 -> 0.157 ms), so off here: the CUDA backend turns it on for image
+    // data in the tiled order, the default (encoding_options there).
     bool gradient_warp_aggregate_shared = false;
 };
 
