@@ -547,13 +547,15 @@ TEST(CudaBackend, FusedStepTrainsLikeTheUnfusedPath) {
         std::printf("%s %d steps: loss fused %.5g unfused %.5g / %.5g; params rel err fused vs unfused %.3g, "
                     "unfused vs unfused %.3g; PSNR %.2f / %.2f dB\n", loss, steps, loss_f, loss_u, loss_u2, err, err_uu,
                     psnr_f, psnr_u);
-        // err_uu is one draw of the atomic-order noise that Adam magnifies:
-        // fused / unfused-pair ratios seen on the H200 were 0.98-1.06
-        // (spread order) and 1.45-2.65 (tiled order: 0.00806 against
-        // 0.00304 for RelativeL2), so 2x failed on a draw. A wrong fused
-        // gradient moves the parameters far more, and the one-step gradient
-        // checks above (network error <= 1e-3) hold the kernel to the math.
-        EXPECT_LE(err, 4 * err_uu + 1e-3) << loss;
+        // err_uu is one draw of the atomic-order noise that Adam magnifies.
+        // With the tiled sample order it is bimodal on the H200 (L2: 0.0035
+        // or 0.014 in 8 runs, for either pair; RelativeL2 fused vs unfused
+        // 0.0077-0.0083, its loss formula rounding apart from GpuLoss's,
+        // against 0.0026-0.0043), so a multiple of one draw fails on an
+        // unlucky one (2x did: 0.00806 against 0.00304): 4x or a 0.02 floor.
+        // A wrong fused gradient moves the parameters far more, and the
+        // one-step gradient checks above hold the kernel to the math.
+        EXPECT_LE(err, std::max(4 * err_uu, 0.02)) << loss;
         // The last batch's loss is one draw of a noisy number: with L1, two
         // runs of the same unfused path ended at 0.0056 and 0.0103 on the
         // H200 (the grid's atomic order alone), and a bound from that spread
