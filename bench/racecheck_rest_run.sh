@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One device call for what issue #4's racecheck row still lacks after
+# session 7 (docs/CUDA_BACKEND.md, "Session 7"): racecheck only, one process
+# per core at most, over
+#  - the MLP binary's sanitizer set (scripts/gpu-check's default filter), in shards;
+#  - the component tests the whole-set runs did not reach (REST: one name per
+#    line, default bench/results/h200_racecheck_components_rest_c53b0d1.txt)
+#    plus every shared-level warp-aggregation case, in shards;
+#  - the backend's FusedStepTrainsLikeTheUnfusedPath alone (10 steps per loss
+#    under the sanitizer; its host memory grows with every launch, so few
+#    neighbours), without the conditional graph.
+# Host memory is sampled every 10 s (the out-of-memory killer ended this
+# test's run in session 7). Files back: summary.txt, logs.tgz.
+#
+#   FUSEDNGP_COMMIT=<hash> bench/racecheck_rest_run.sh OUTDIR
+# Knobs: SHARDS (default 5), SANITIZE_TIMEOUT (default 480: with the ~70 s
+# build the call stays under 600 s), REST (file).
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/racecheck_rest_run.sh
+GC=/tmp/racecheck_rest_gc
+REST="${REST:-bench/results/h200_racecheck_components_rest_c53b0d1.txt}"
+( while sleep 10; do echo "$(date +%T) $(free -m | awk '/Mem:/{print "used " $3 " MiB, available " $7 " MiB"}')"; done ) \
+  > /tmp/racecheck_rest_free.log 2>&1 &
+FREE_PID=$!
+SANITIZE_TOOLS=racecheck SANITIZE_SHARDS="${SHARDS:-5}" SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-480}" \
+SANITIZE_FILTER_COMPONENTS="$(paste -sd: "$REST"):*WarpAggregateShared*" \
+BACKEND_SANITIZE_FILTER='*FusedStepTrainsLike*' \
+TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \
+NINJA_TARGETS="kernels/fusedngp_gpu_tests kernels/components/fusedngp_gpu_component_tests fusedngp_cuda_backend_tests" \
+  scripts/gpu-check "$GC" > /dev/null 2>&1
+note "gpu-check (racecheck): exit $?"
+kill "$FREE_PID" 2> /dev/null
+cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
+note "lowest available host memory: $(awk '{print $(NF-1), $0}' /tmp/racecheck_rest_free.log | sort -n | head -1 | cut -d' ' -f2-)"
+cp /tmp/racecheck_rest_free.log "$GC/" 2>/dev/null
+tar -C /tmp -czf "$OUT/logs.tgz" "$(basename "$GC")" 2>/dev/null
+note "done"
