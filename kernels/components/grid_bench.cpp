@@ -20,9 +20,9 @@
 // jittered in its stratum and snapped to the pixel centres of a 1024 x 1024
 // image, so each warp is an 8 x 4 tile of 2 x 2-pixel strata at 2^18); for
 // each order the forward, the gradient kernel without and with warp
-// aggregation (global levels, shared levels, both; each checked against the
-// plain kernel on the same inputs) and, per global level, the atomics alone
-// with and without aggregation. --order-ab-only runs only that part.
+// aggregation of the shared-memory levels (checked against the plain kernel
+// on the same inputs) and, per global level, the atomics alone.
+// --order-ab-only runs only that part.
 
 #include "encodings/grid.h"
 #include "gpu/components/device_buffer.h"
@@ -128,8 +128,7 @@ std::string describe(const GridKernelConfig& c) {
       << c.gradient_max_samples_per_thread
       << (c.gradient_interleave_levels ? " interleaved<=" + std::to_string(c.gradient_interleave_max_bytes >> 20) + "MB"
                                        : std::string(" level-major"))
-      << (c.gradient_pair_corners ? " pairs" : " no-pairs") << (c.gradient_warp_aggregate ? " warp-agg" : "")
-      << (c.gradient_warp_aggregate_shared ? " warp-agg-shared" : "");
+      << (c.gradient_pair_corners ? " pairs" : " no-pairs") << (c.gradient_warp_aggregate_shared ? " warp-agg-shared" : "");
     return s.str();
 }
 
@@ -336,7 +335,7 @@ DeviceBuffer<float> upload_tiled_inputs(uint32_t batch, uint32_t image_size, uin
 }
 
 // The sample-order A/B (2D): forward and gradient under random and tiled
-// input order, the gradient with warp aggregation off and on.
+// input order, the gradient with shared-level warp aggregation off and on.
 void run_order_ab(Bench& bench, const json& encoding_config, uint32_t batch, const std::string& orders) {
     GpuEncodingPair enc = create_gpu_encoding(2, encoding_config);
     auto& grid = dynamic_cast<GpuGridEncoding&>(*enc.gpu);
@@ -352,12 +351,9 @@ void run_order_ab(Bench& bench, const json& encoding_config, uint32_t batch, con
 
     struct Variant {
         const char* name;
-        bool global, shared;
+        bool shared;
     };
-    const Variant variants[] = {{"plain", false, false},
-                                {"aggregate global", true, false},
-                                {"aggregate shared", false, true},
-                                {"aggregate both", true, true}};
+    const Variant variants[] = {{"plain", false}, {"aggregate shared", true}};
     for (const char* order_name : {"random", "tiled"}) {
         const std::string order = order_name;
         if (orders != "both" && orders != order) continue;
@@ -371,29 +367,24 @@ void run_order_ab(Bench& bench, const json& encoding_config, uint32_t batch, con
         std::vector<float> reference;
         for (const Variant& variant : variants) {
             GridKernelOptions options;
-            options.gradient_warp_aggregate = variant.global;
             options.gradient_warp_aggregate_shared = variant.shared;
             grid.set_kernel_options(options);  // the smem budget of the kernel that runs
             const GridShape shape = grid.shape();
             time_checked_gradient(bench, what, std::string("dparams kernel ") + variant.name + ": " + describe(shape.config),
                                   shape, in_rows, dout_rows, dparams, batch, reference);
         }
-        // Per level: the global-atomic path alone (level-major), plain and aggregated.
+        // Per level: the global-atomic path alone (level-major).
         for (uint32_t l = 0; l < n_levels; ++l) {
-            for (bool aggregate : {false, true}) {
-                GridKernelOptions options;
-                options.gradient_smem_bytes = 0;
-                options.gradient_warp_aggregate = aggregate;
-                grid.set_kernel_options(options);
-                GridShape one = grid.shape();
-                one.n_levels = 1;
-                one.levels += l;
-                one.host_levels += l;
-                const double ms = bench.median_ms(
-                    [&] { launch_grid_param_gradient(one, in_rows, dout_rows, dparams.data(), batch, stream); });
-                bench.report(what, "dparams level " + std::to_string(l) + (aggregate ? " global aggregated" : " global"),
-                             ms, "");
-            }
+            GridKernelOptions options;
+            options.gradient_smem_bytes = 0;
+            grid.set_kernel_options(options);
+            GridShape one = grid.shape();
+            one.n_levels = 1;
+            one.levels += l;
+            one.host_levels += l;
+            const double ms = bench.median_ms(
+                [&] { launch_grid_param_gradient(one, in_rows, dout_rows, dparams.data(), batch, stream); });
+            bench.report(what, "dparams level " + std::to_string(l) + " global", ms, "");
         }
     }
     grid.set_kernel_options({});

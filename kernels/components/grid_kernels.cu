@@ -21,9 +21,8 @@
 //   atomic; their blocks come first in the launch because they run longest.
 //   The other levels (hashed) add each corner with one global vector atomic,
 //   consecutive threads taking consecutive levels of a sample. With
-//   gradient_warp_aggregate a warp first sums its lanes' contributions to
-//   the same row (pair), and each warp takes 32 samples of one level; with
-//   gradient_warp_aggregate_shared the same before the shared atomics.
+//   gradient_warp_aggregate_shared, a warp first sums its lanes'
+//   contributions to the same row before the shared-memory atomics.
 // - Input gradient: one thread per sample, levels summed in ascending order,
 //   as the CPU does (no atomics, deterministic).
 // Only the parameter gradient uses atomics; the forward is bit-identical for
@@ -381,26 +380,21 @@ __device__ inline void add_sample_gradient(const GridShape& shape, uint32_t l, u
     }
 }
 
-// ---- warp aggregation (GridKernelConfig::gradient_warp_aggregate*) ----------------
+// ---- warp aggregation (GridKernelConfig::gradient_warp_aggregate_shared) ----------
 // Where a warp's samples lie close together (the image sampler's tiled order:
 // 32 samples = 8 x 4 strata), many of its lanes add to the same rows at the
 // coarser levels. Those lanes first sum their contributions: lanes with the
-// same key (the row's address) find each other with __match_any_sync, a
-// shuffle tree sums each such set into its lowest lane, and only that lane
-// issues the atomic. Same sums in another order (fp32 rounding only).
+// same key (the row) find each other with __match_any_sync, a shuffle tree
+// sums each such set into its lowest lane, and only that lane issues the
+// shared-memory atomic. Same sums in another order (fp32 rounding only).
+// (A global-level variant, one global atomic per distinct row pair, was
+// removed in session 7: on the H200 it never paid, on either sample order;
+// docs/GPU_COMPONENTS.md, "Warp aggregation".)
 //
-// Each lane offers its contributions in 2^D rounds, one unit per round, and
-// a unit's round depends only on its row (pair) and vertex, never on the
-// lane, so every lane adding to one row offers it in the same round:
-// - global levels: the unit is a row pair (2m, 2m + 1) for F <= 2 with
-//   corner pairs (one 2F-float atomic, as the pair trick), else one row; an
-//   edge along x (corners k, k + 1) gives one or two units; round bits = the
-//   edge's y (and z) vertex parity and the unit index's parity. A lane's two
-//   units of one edge have different parities (dense: neighbouring units;
-//   hashed: x ^ c and (x + 1) ^ c for odd x); where not (tiled indexing at
-//   its wrap), the second is added alone with its own atomic;
-// - shared levels: the unit is one row (corner k); round bits = the corner's
-//   vertex parities (x, y, z), so each lane offers exactly one corner a round.
+// Each lane offers its contributions in 2^D rounds, one row (corner k) per
+// round; a row's round depends only on its vertex parities (x, y, z), never
+// on the lane, so every lane adding to one row offers it in the same round,
+// and each lane offers exactly one corner a round.
 // Every lane of the warp must make the calls (full-mask shuffles and votes):
 // lanes without a sample pass valid = false, and control flow around the
 // calls is warp-uniform.
@@ -441,99 +435,6 @@ __device__ inline void warp_aggregated_add(bool valid, Key key, float (&v)[N], A
     unsigned peers = 1u << (threadIdx.x & 31u);
     if (valid) peers = __match_any_sync(valid_lanes, key);
     if (sum_into_lowest_peer<N>(peers, v) && valid) add(v);
-}
-
-// One sample's contribution to level l, like add_sample_gradient, aggregated
-// over the warp. valid = false: no sample (the lane still takes part).
-template <int D, int F>
-__device__ inline void add_sample_gradient_aggregated(const GridShape& shape, uint32_t l, uint32_t sample, bool valid,
-                                                      ConstDeviceRows in, ConstDeviceRows dout, float* dparams) {
-    const GridLevelInfo level = shape.levels[l];
-    float gy[F] = {};
-    float x[D] = {};
-    if (valid) {
-        load_level_dout<F>(dout, sample, l, gy);
-        load_input<D>(in, sample, x);
-    }
-    DeviceCell<D> cell;
-    locate_cell<D>(x, level.scale, shape.weights, cell);
-    float* level_grad = dparams + level.param_offset;
-    const uint32_t vector_width = gradient_vector_width<F>(level_grad);
-    // Units: row pairs (2F floats) where the pair trick applies, else rows
-    // (in the first F floats).
-    constexpr int N = F <= 2 ? 2 * F : F;
-    const bool pairs = row_pairs_allowed<F>(shape, level_grad);
-    const uint32_t unit_shift = pairs ? 1u : 0u;
-    const uint32_t unit_floats = pairs ? 2u * F : (uint32_t)F;
-    auto add_unit = [&](uint32_t unit, const float (&v)[N]) {
-        float* g = level_grad + (size_t)unit * unit_floats;
-        if constexpr (F <= 2) {
-            // A pair unit holding the last row of an odd-sized table (dense
-            // levels: res^2 rows) has no upper row: that row alone.
-            if (pairs && 2 * unit + 1 < level.rows) {
-                float lower[F], upper[F];
-#pragma unroll
-                for (int f = 0; f < F; ++f) {
-                    lower[f] = v[f];
-                    upper[f] = v[F + f];
-                }
-                atomic_add_row_pair<F>(g, lower, upper);
-                return;
-            }
-        }
-        float row[F];
-#pragma unroll
-        for (int f = 0; f < F; ++f) row[f] = v[f];
-        atomic_add_features<F>(g, row, vector_width);
-    };
-#pragma unroll 1
-    for (int round = 0; round < (1 << D); ++round) {
-        // The edge (corners k, k + 1) whose y (z) vertex parity is the round's.
-        uint32_t e = ((uint32_t)(round >> 1) ^ cell.lower[1]) & 1u;
-        if constexpr (D == 3) e |= (((uint32_t)(round >> 2) ^ cell.lower[2]) & 1u) << 1;
-        const int k = 2 * (int)e;
-        uint32_t vertex0[D], vertex1[D];
-        const float weight0 = corner_weight<D>(cell, k, vertex0);
-        const float weight1 = corner_weight<D>(cell, k + 1, vertex1);
-        const uint32_t row0 = vertex_row<D>(level, vertex0), row1 = vertex_row<D>(level, vertex1);
-        const uint32_t unit0 = row0 >> unit_shift, unit1 = row1 >> unit_shift;
-        const uint32_t parity = (uint32_t)round & 1u;
-        // Corner contributions in their unit's slot (pairs: row & 1).
-        float v0[N] = {}, v1[N] = {};
-        const uint32_t slot0 = pairs ? (row0 & 1u) * F : 0u, slot1 = pairs ? (row1 & 1u) * F : 0u;
-#pragma unroll
-        for (int f = 0; f < F; ++f) {
-#pragma unroll
-            for (int s = 0; s < N; s += F) {
-                if ((uint32_t)s == slot0) v0[s + f] = weight0 * gy[f];
-                if ((uint32_t)s == slot1) v1[s + f] = weight1 * gy[f];
-            }
-        }
-        const bool use0 = valid && weight0 != 0.f, use1 = valid && weight1 != 0.f;
-        bool offer = false;
-        uint32_t unit = 0;
-        float v[N];
-        if (unit0 == unit1) {  // one unit for both corners
-            offer = (use0 || use1) && (unit0 & 1u) == parity;
-            unit = unit0;
-#pragma unroll
-            for (int j = 0; j < N; ++j) v[j] = v0[j] + v1[j];
-        } else if ((unit0 & 1u) == parity) {
-            offer = use0;
-            unit = unit0;
-#pragma unroll
-            for (int j = 0; j < N; ++j) v[j] = v0[j];
-            // Same parity (tiled wrap): the second unit alone, now.
-            if (use1 && (unit1 & 1u) == parity) add_unit(unit1, v1);
-        } else {
-            offer = use1 && (unit1 & 1u) == parity;
-            unit = unit1;
-#pragma unroll
-            for (int j = 0; j < N; ++j) v[j] = v1[j];
-        }
-        warp_aggregated_add<N>(offer, reinterpret_cast<unsigned long long>(level_grad + (size_t)unit * unit_floats), v,
-                               [&](const float (&sum)[N]) { add_unit(unit, sum); });
-    }
 }
 
 // Samples [begin, end) of level l into the block's shared copy of the
@@ -694,16 +595,11 @@ struct GradientPlan {
     uint32_t interleave_first_block;
     uint32_t interleave_first_level;
     uint32_t interleave_levels;
-    // Interleaved items are warps, not threads: warp w takes the 32
-    // consecutive samples of group w / interleave_levels at level
-    // w % interleave_levels (gradient_warp_aggregate: a warp's lanes must
-    // share the level to share rows).
-    uint32_t interleave_warps;
     GradientSegment segments[kMaxGradientSegments];
 };
 
-// Aggregated: the kernel with the warp-aggregated paths (either
-// gradient_warp_aggregate option), a separate instantiation because they take
+// Aggregated: the kernel with the warp-aggregated shared-level path
+// (gradient_warp_aggregate_shared), a separate instantiation because it takes
 // registers (the plain kernel: 32, four 512-thread blocks per SM).
 template <int D, int F, bool Aggregated>
 __global__ void __launch_bounds__(kGridGradientThreads)
@@ -711,19 +607,6 @@ __global__ void __launch_bounds__(kGridGradientThreads)
                                ConstDeviceRows dout, float* __restrict__ dparams, uint32_t batch) {
     extern __shared__ float4 shared_raw[];  // float4: 16-byte aligned
     const uint32_t b = blockIdx.x;
-    if (Aggregated && b >= plan.interleave_first_block && plan.interleave_warps) {
-        const uint32_t lane = threadIdx.x & 31u;
-        const unsigned long long warp =
-            ((unsigned long long)(b - plan.interleave_first_block) * blockDim.x + threadIdx.x) >> 5;
-        const unsigned long long group =
-            warp >> 32 == 0 ? (uint32_t)warp / plan.interleave_levels : warp / plan.interleave_levels;
-        const uint32_t j = (uint32_t)(warp - group * plan.interleave_levels);
-        if (group * 32 >= batch) return;  // the whole warp: uniform
-        const unsigned long long sample = group * 32 + lane;
-        add_sample_gradient_aggregated<D, F>(shape, plan.interleave_first_level + j, (uint32_t)sample, sample < batch,
-                                             in, dout, dparams);
-        return;
-    }
     if (b >= plan.interleave_first_block) {
         const unsigned long long item =
             (unsigned long long)(b - plan.interleave_first_block) * blockDim.x + threadIdx.x;
@@ -749,11 +632,6 @@ __global__ void __launch_bounds__(kGridGradientThreads)
             begin + segment.samples_per_block < batch ? begin + segment.samples_per_block : batch;
         add_chunk_gradient_shared<D, F, Aggregated>(shape, segment.level, begin, end, in, dout, dparams,
                                                     reinterpret_cast<float*>(shared_raw));
-    } else if (Aggregated && shape.config.gradient_warp_aggregate) {
-        const unsigned long long sample = begin + threadIdx.x;
-        if (sample - (threadIdx.x & 31u) >= batch) return;  // the whole warp: uniform
-        add_sample_gradient_aggregated<D, F>(shape, segment.level, (uint32_t)sample, sample < batch, in, dout,
-                                             dparams);
     } else {
         const unsigned long long sample = begin + threadIdx.x;
         if (sample < batch) add_sample_gradient<D, F>(shape, segment.level, (uint32_t)sample, in, dout, dparams);
@@ -829,9 +707,7 @@ void dispatch_grid_shape(const GridShape& shape, Fn&& fn) {
     }
 }
 
-bool warp_aggregated(const GridKernelConfig& config) {
-    return config.gradient_warp_aggregate || config.gradient_warp_aggregate_shared;
-}
+bool warp_aggregated(const GridKernelConfig& config) { return config.gradient_warp_aggregate_shared; }
 
 template <int D, int F>
 auto gradient_kernel(bool aggregated) {
@@ -926,11 +802,7 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     if (interleave) {
         plan.interleave_first_level = global_levels[0];
         plan.interleave_levels = n_global;
-        plan.interleave_warps = config.gradient_warp_aggregate ? 1u : 0u;
-        // Warps: every group of 32 samples (the last one partial) at every level.
-        const unsigned long long items = config.gradient_warp_aggregate ? ((unsigned long long)batch + 31) / 32 * 32
-                                                                        : (unsigned long long)batch;
-        blocks += (items * plan.interleave_levels + kGridGradientThreads - 1) / kGridGradientThreads;
+        blocks += ((unsigned long long)batch * plan.interleave_levels + kGridGradientThreads - 1) / kGridGradientThreads;
     }
     if (blocks == 0) return;
     dispatch_grid_shape(shape, [&](auto dims, auto features) {

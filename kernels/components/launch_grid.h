@@ -40,11 +40,8 @@ struct GridKernelConfig {
     uint32_t gradient_interleave_max_bytes = 0xFFFFFFFFu;
     bool gradient_pair_corners = true;
     bool forward_chunk_loads = true;  // fp16 tables, F <= 4: corner pairs from one 16-byte load
-    // Global-atomic levels: a warp first sums its lanes' contributions to the
-    // same row (pair), one atomic per distinct row; interleaved levels then
-    // map one level per warp (32 consecutive samples).
-    bool gradient_warp_aggregate = false;
-    // Shared-memory levels: the same before the shared atomics.
+    // Shared-memory levels: a warp first sums its lanes' contributions to the
+    // same row, one shared atomic per distinct row.
     bool gradient_warp_aggregate_shared = false;
 };
 

@@ -370,21 +370,17 @@ struct GridKernelCase {
     GridKernelOptions options;
 };
 
-// The warp-aggregated gradient paths (gradient_warp_aggregate*), each with
-// the kernel layout it changes.
+// The warp-aggregated gradient path (gradient_warp_aggregate_shared: the
+// shared-memory levels), with the kernel layouts around it. (The global-level
+// aggregation, gradient_warp_aggregate, was removed in session 7.)
 std::vector<GridKernelCase> warp_aggregate_cases() {
-    // Global levels aggregated (interleaved: one level per warp), shared as before.
-    GridKernelOptions global;
-    global.gradient_warp_aggregate = true;
-    // Both kinds of level aggregated.
-    GridKernelOptions both = global;
-    both.gradient_warp_aggregate_shared = true;
-    // Only the shared levels.
+    // The shared levels aggregated, the rest as by default.
     GridKernelOptions shared;
     shared.gradient_warp_aggregate_shared = true;
-    // Global levels level-major (one level per block range), aggregated; no corner pairs (row units).
+    // The same with the global levels level-major (one level per block
+    // range) and no corner pairs (the plain shared flush, row by row).
     GridKernelOptions level_major;
-    level_major.gradient_warp_aggregate = true;
+    level_major.gradient_warp_aggregate_shared = true;
     level_major.gradient_interleave_levels = false;
     level_major.gradient_pair_corners = false;
     // Every level in shared memory, aggregated, 512-sample chunks.
@@ -393,16 +389,9 @@ std::vector<GridKernelCase> warp_aggregate_cases() {
     all_shared.gradient_smem_bytes = 1u << 30;
     all_shared.gradient_flush_ratio = 1;
     all_shared.gradient_max_samples_per_thread = 1;
-    // Global atomics everywhere, aggregated, interleaved.
-    GridKernelOptions all_global;
-    all_global.gradient_warp_aggregate = true;
-    all_global.gradient_smem_bytes = 0;
-    return {{"WarpAggregate", global},
-            {"WarpAggregateBoth", both},
-            {"WarpAggregateShared", shared},
-            {"WarpAggregateLevelMajorNoPairs", level_major},
-            {"WarpAggregateAllShared", all_shared},
-            {"WarpAggregateAllGlobal", all_global}};
+    return {{"WarpAggregateShared", shared},
+            {"WarpAggregateSharedLevelMajorNoPairs", level_major},
+            {"WarpAggregateAllShared", all_shared}};
 }
 
 std::vector<GridKernelCase> grid_kernel_cases() {
@@ -610,9 +599,10 @@ INSTANTIATE_TEST_SUITE_P(WarpAggregate, GpuGridCoherentInputTest,
                          grid_path_test_name);
 
 // A dense level with an odd row count (5^2, 5^3) whose last row is the last
-// float pair of the gradient buffer: a pair unit there has no upper row, and
-// writing one would land past the end (memcheck runs this one). Samples near
-// the far corner, where that row is hit.
+// float pair of the gradient buffer: the shared level's row-pair flush has no
+// upper row there and must add that row alone, as writing a pair would land
+// past the end (memcheck runs this one). Samples near the far corner, where
+// that row is hit.
 TEST_F(GpuTest, GridWarpAggregationAtTheEndOfAnOddDenseTable) {
     for (uint32_t dims : {2u, 3u}) {
         for (uint32_t features : {1u, 2u}) {
@@ -760,10 +750,12 @@ TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
     ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_smem_bytes=0,forward_level_group=2", 1), 0);
     GpuEncodingPair enc = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_EQ(as_grid(*enc.gpu).gradient_smem_bytes(), 0u);
-    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate=1,gradient_warp_aggregate_shared=1", 1), 0);
+    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate_shared=1", 1), 0);
     GpuEncodingPair aggregated = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
-    EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate);
     EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate_shared);
+    // The global-level aggregation's key is gone (removed in session 7): unknown now.
+    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate=1", 1), 0);
+    EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
     ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "no_such_knob=1", 1), 0);
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
     unsetenv("FUSEDNGP_GRID_KERNELS");

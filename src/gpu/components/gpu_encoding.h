@@ -76,21 +76,17 @@ struct GridKernelOptions {
     // are read with one 16-byte load where both rows sit in one aligned
     // chunk of the level's table (the forward is bound by L2 requests).
     bool forward_chunk_loads = true;
-    // Global-atomic levels: lanes of a warp that add to the same row (pair)
-    // sum first (__match_any_sync on the row's address, a shuffle reduction),
-    // and one lane adds the sum: one atomic per distinct row per warp instead
-    // of one per sample. Pays where a warp's samples are close together
-    // (SampleOrder::Tiled: each warp an 8 x 4 tile of strata); with
-    // interleaved levels each warp then takes 32 consecutive samples of one
-    // level. Off by default: on the H200 it never paid, on either sample
-    // order (docs/GPU_COMPONENTS.md, "Warp aggregation").
-    bool gradient_warp_aggregate = false;
-    // Shared-memory levels: the same before the shared-memory atomics (CAS
-    // loops on sm_90, which serialise when a warp's samples share a row).
+    // Shared-memory levels: lanes of a warp that add to the same row sum
+    // first (__match_any_sync on the row, a shuffle reduction), and one lane
+    // adds the sum with the shared-memory atomics (CAS loops on sm_90, which
+    // serialise when a warp's samples share a row).
     // Pays with the tiled order only (H200, image-fit step: 0.346 ms against
     // 0.360 for spread + plain; on spread inputs the gradient kernel goes
     // 0.137 -> 0.157 ms), so off here: the CUDA backend turns it on for image
     // data in the tiled order, the default (encoding_options there).
+    // The same for the global-atomic levels (gradient_warp_aggregate) was
+    // removed in session 7: on the H200 it never paid, on either sample
+    // order (docs/GPU_COMPONENTS.md, "Warp aggregation").
     bool gradient_warp_aggregate_shared = false;
 };
 

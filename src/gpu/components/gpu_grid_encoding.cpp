@@ -52,10 +52,11 @@ std::vector<GridLevelInfo> level_infos(const GridEncoding<float>& cpu) {
 // FUSEDNGP_GRID_KERNELS="key=value,..." overrides GridKernelOptions fields
 // (forward_level_group, gradient_smem_bytes, gradient_flush_ratio,
 // gradient_max_samples_per_thread, gradient_interleave_levels,
-// gradient_pair_corners, forward_chunk_loads, gradient_warp_aggregate,
+// gradient_pair_corners, forward_chunk_loads,
 // gradient_warp_aggregate_shared; booleans as 0/1): a developer
 // knob for timing `fusedngp train` under other kernel settings; not a stable
-// interface. Unknown keys or bad values throw.
+// interface. Unknown keys or bad values throw (gradient_warp_aggregate, the
+// global-level aggregation removed in session 7, is now unknown).
 GridKernelOptions with_environment_overrides(GridKernelOptions options) {
     const char* env = std::getenv("FUSEDNGP_GRID_KERNELS");
     if (!env || !*env) return options;
@@ -85,8 +86,6 @@ GridKernelOptions with_environment_overrides(GridKernelOptions options) {
             options.gradient_pair_corners = v != 0;
         } else if (key == "forward_chunk_loads") {
             options.forward_chunk_loads = v != 0;
-        } else if (key == "gradient_warp_aggregate") {
-            options.gradient_warp_aggregate = v != 0;
         } else if (key == "gradient_warp_aggregate_shared") {
             options.gradient_warp_aggregate_shared = v != 0;
         } else {
@@ -131,7 +130,6 @@ GridKernelConfig resolve(const GridKernelOptions& options, uint32_t n_dims, uint
     config.gradient_interleave_levels = options.gradient_interleave_levels;
     config.gradient_pair_corners = options.gradient_pair_corners;
     config.forward_chunk_loads = options.forward_chunk_loads;
-    config.gradient_warp_aggregate = options.gradient_warp_aggregate;
     config.gradient_warp_aggregate_shared = options.gradient_warp_aggregate_shared;
     return config;
 }
