@@ -3,9 +3,10 @@
 # session 7 (docs/CUDA_BACKEND.md, "Session 7"): racecheck only, one process
 # per core at most, over
 #  - the MLP binary's sanitizer set (scripts/gpu-check's default filter), in shards;
-#  - the component tests the whole-set runs did not reach (REST: one name per
-#    line, default bench/results/h200_racecheck_components_rest_c53b0d1.txt)
-#    plus every shared-level warp-aggregation case, in shards;
+#  - the component tests the whole-set runs did not reach, and every
+#    shared-level warp-aggregation case (its kernel recompiled when the
+#    global-level path was removed): REST, one name per line, default
+#    bench/results/h200_racecheck_components_rest_ae931c0.txt (280 tests), in shards;
 #  - the backend's FusedStepTrainsLikeTheUnfusedPath alone (10 steps per loss
 #    under the sanitizer; its host memory grows with every launch, so few
 #    neighbours), without the conditional graph.
@@ -18,12 +19,12 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/racecheck_rest_run.sh
 GC=/tmp/racecheck_rest_gc
-REST="${REST:-bench/results/h200_racecheck_components_rest_c53b0d1.txt}"
+REST="${REST:-bench/results/h200_racecheck_components_rest_ae931c0.txt}"
 ( while sleep 10; do echo "$(date +%T) $(free -m | awk '/Mem:/{print "used " $3 " MiB, available " $7 " MiB"}')"; done ) \
   > /tmp/racecheck_rest_free.log 2>&1 &
 FREE_PID=$!
 SANITIZE_TOOLS=racecheck SANITIZE_SHARDS="${SHARDS:-5}" SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-480}" \
-SANITIZE_FILTER_COMPONENTS="$(paste -sd: "$REST"):*WarpAggregateShared*" \
+SANITIZE_FILTER_COMPONENTS="$(paste -sd: "$REST")" \
 BACKEND_SANITIZE_FILTER='*FusedStepTrainsLike*' \
 TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \
 NINJA_TARGETS="kernels/fusedngp_gpu_tests kernels/components/fusedngp_gpu_component_tests fusedngp_cuda_backend_tests" \
