@@ -11,19 +11,29 @@
 #    under the sanitizer; its host memory grows with every launch, so few
 #    neighbours), without the conditional graph.
 # Host memory is sampled every 10 s (the out-of-memory killer ended this
-# test's run in session 7). Files back: summary.txt, logs.tgz.
+# test's run in session 7). First, alone on the GPU for ~25 s,
+# bench/red_add_probe.cu (how fast a block's dW flush can go: the question
+# a W = 256 wgmma kernel hinges on, docs/HOPPER_WGMMA.md).
+# Files back: summary.txt, red_add.txt, logs.tgz.
 #
 #   FUSEDNGP_COMMIT=<hash> bench/racecheck_rest_run.sh OUTDIR
-# Knobs: SHARDS (default 5), SANITIZE_TIMEOUT (default 480: with the ~70 s
-# build the call stays under 600 s), REST (file).
+# Knobs: SHARDS (default 5), SANITIZE_TIMEOUT (default 450: with the probe
+# and the ~70 s build the call stays under 600 s), REST (file), SKIP_RED_PROBE=1.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/racecheck_rest_run.sh
 GC=/tmp/racecheck_rest_gc
 REST="${REST:-bench/results/h200_racecheck_components_rest_ae931c0.txt}"
+if [ -z "${SKIP_RED_PROBE:-}" ]; then
+  NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  timeout 60 "$NVCC" -std=c++17 -O3 -arch=sm_90 bench/red_add_probe.cu -o /tmp/red_add_probe > "$OUT/red_add.txt" 2>&1 &&
+    timeout 30 /tmp/red_add_probe >> "$OUT/red_add.txt" 2>&1
+  note "red.add probe: exit $?"
+  cat "$OUT/red_add.txt" >> "$OUT/summary.txt"
+fi
 ( while sleep 10; do echo "$(date +%T) $(free -m | awk '/Mem:/{print "used " $3 " MiB, available " $7 " MiB"}')"; done ) \
   > /tmp/racecheck_rest_free.log 2>&1 &
 FREE_PID=$!
-SANITIZE_TOOLS=racecheck SANITIZE_SHARDS="${SHARDS:-5}" SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-480}" \
+SANITIZE_TOOLS=racecheck SANITIZE_SHARDS="${SHARDS:-5}" SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-450}" \
 SANITIZE_FILTER_COMPONENTS="$(paste -sd: "$REST")" \
 BACKEND_SANITIZE_FILTER='*FusedStepTrainsLike*' \
 TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- SKIP_MLP_BENCH=1 SKIP_TRAIN=1 \
