@@ -5,15 +5,18 @@
 #     - every native GPU test of the three binaries;
 #     - memcheck + racecheck over the MLP binary's sanitizer set in shards,
 #       and the backend's GPU tests without the conditional graph;
-#     - racecheck over the component tests that the whole-set run of
-#       c53b0d1 did not reach (RACECHECK_REST, one test name per line);
+#     - racecheck over the component tests listed in RACECHECK_REST (one
+#       name per line: those earlier runs did not reach; SKIP_REST=1 drops it);
 #  3. then, alone on the GPU: the image-fit step in the default order (tiled
 #     + shared-level aggregation) against spread + plain, interleaved; the
 #     stable config's PSNR at 7.5 s; the training A/B at W 16..256, 2^20.
 # Files back: summary.txt, train_ab.csv, logs.tgz.
 #
 #   FUSEDNGP_COMMIT=<hash> bench/close_check_run.sh OUTDIR IMAGE
-# Knobs: SANITIZE_TIMEOUT (default 300), RACECHECK_REST (file), STEP_SECONDS (default 5).
+# Knobs: SANITIZE_TIMEOUT (default 300), STEP_SECONDS (default 5); the first
+# sanitizer run's tools A_TOOLS (default "memcheck racecheck") and its
+# component-test filter A_COMPONENTS (default "-": none); SKIP_REST=1 drops the
+# second (racecheck over RACECHECK_REST, a file of test names).
 set -uo pipefail
 IMAGE="${2:?usage: bench/close_check_run.sh OUTDIR IMAGE}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/close_check_run.sh
@@ -25,27 +28,30 @@ build_only "" 200
 [ -x "$BUILD/fusedngp" ] || { note "no build: stop"; tar -C /tmp -czf "$OUT/logs.tgz" close_check; exit 1; }
 
 NO_RUN="SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= GPU_CHECK_NO_BUILD=1"
-REST="${RACECHECK_REST:-bench/results/h200_racecheck_components_rest_c53b0d1.txt}"
-env $NO_RUN SANITIZE_TOOLS="memcheck racecheck" SANITIZE_SHARDS=4 SANITIZE_FILTER_COMPONENTS=- \
+REST="${RACECHECK_REST:-bench/results/h200_racecheck_components_rest_ae931c0.txt}"
+env $NO_RUN SANITIZE_TOOLS="${A_TOOLS:-memcheck racecheck}" SANITIZE_SHARDS=4 SANITIZE_FILTER_COMPONENTS="${A_COMPONENTS:--}" \
   BACKEND_SANITIZE_FILTER='*OneStep*:*Overflow*:*Unsupported*:*FusedUpdateMatches*:*FusedStep*:*WithoutConditional*' \
   SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-300}" TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- \
   scripts/gpu-check "$L/sanitize_mlp" > /dev/null 2>&1 &
 SAN_A=$!
-env $NO_RUN SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=6 SANITIZE_FILTER_MLP=- BACKEND_SANITIZE_FILTER=- \
+[ -n "${SKIP_REST:-}" ] || env $NO_RUN SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=6 SANITIZE_FILTER_MLP=- BACKEND_SANITIZE_FILTER=- \
   SANITIZE_FILTER_COMPONENTS="$(paste -sd: "$REST")" \
   SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-300}" TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- \
   scripts/gpu-check "$L/racecheck_rest" > /dev/null 2>&1 &
 SAN_B=$!
+[ -n "${SKIP_REST:-}" ] && SAN_B=""
 env $NO_RUN SANITIZE_TOOLS=none TEST_TIMEOUT=360 scripts/gpu-check "$L/native" > /dev/null 2>&1
 note "native tests: exit $?"
 grep -E "tests: exit" "$L/native/summary.txt" >> "$OUT/summary.txt"
 grep -hE '^\[  FAILED  \] ' "$L/native/"*tests.log 2>/dev/null | head -20 >> "$OUT/summary.txt"
 wait "$SAN_A"
-note "sanitizers, MLP binary + backend: exit $?"
+note "sanitizers (${A_TOOLS:-memcheck racecheck}), MLP binary + backend${A_COMPONENTS:+ + components $A_COMPONENTS}: exit $?"
 grep -E "^(memcheck|racecheck|  )" "$L/sanitize_mlp/summary.txt" >> "$OUT/summary.txt"
-wait "$SAN_B"
-note "racecheck, the component tests not reached at c53b0d1 ($(grep -c . "$REST") tests): exit $?"
-grep -E "^(racecheck|  )" "$L/racecheck_rest/summary.txt" >> "$OUT/summary.txt"
+if [ -n "$SAN_B" ]; then
+  wait "$SAN_B"
+  note "racecheck over $REST ($(grep -c . "$REST") tests): exit $?"
+  grep -E "^(racecheck|  )" "$L/racecheck_rest/summary.txt" >> "$OUT/summary.txt"
+fi
 
 # ---- alone on the GPU: image step A/B, PSNR, training throughput -----------------------------
 step() {  # name order kernels
