@@ -12,12 +12,14 @@ done
 if [ "$missing" = 1 ]; then
   if compgen -G ".devdeps/*.deb" > /dev/null; then
     PFX=/tmp/fusedngp-deps
-    # A second gpu-check beside a first (GPU_CHECK_NO_BUILD) reuses the
-    # prefix: unpacking again would pull it from under the first one's tests.
-    if [ -z "${GPU_CHECK_NO_BUILD:-}" ] || [ ! -f "$PFX/.unpacked" ]; then
+    # Unpacked once per set of .deb files (names, sizes, times in the stamp):
+    # a later gpu-check in the same call, maybe beside a running one, reuses
+    # the prefix instead of pulling it from under that one's tests.
+    stamp="$(ls -l .devdeps/*.deb)"
+    if [ "$(cat "$PFX/.unpacked" 2>/dev/null)" != "$stamp" ]; then
       rm -rf "$PFX"
       for f in .devdeps/*.deb; do dpkg -x "$f" "$PFX"; done
-      touch "$PFX/.unpacked"
+      echo "$stamp" > "$PFX/.unpacked"
     fi
     LIBDIR="$PFX/usr/lib/x86_64-linux-gnu"
     export PKG_CONFIG_SYSROOT_DIR="$PFX" PKG_CONFIG_PATH="$LIBDIR/pkgconfig"

@@ -526,6 +526,10 @@ __device__ void add_chunk_gradient_shared(const GridShape& shape, uint32_t l, un
     const uint32_t n = (level.rows + (level.rows & 1u)) * F;
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) shared_rows[i] = 0.f;
     __syncthreads();
+    // The Aggregated kernel runs only where gradient_warp_aggregate_shared is
+    // set (gradient_kernel), so the run-time test is always true there. It
+    // stays: without it ptxas (nvcc 13.0, sm_90) gives the image-fit shape's
+    // kernel (2D F = 2) 40 registers and a 4-byte spill instead of 37 and none.
     if constexpr (Aggregated) {
         if (shape.config.gradient_warp_aggregate_shared) {
             accumulate_chunk_shared_aggregated<D, F>(shape, level, l, begin, end, in, dout, shared_rows);
@@ -707,8 +711,7 @@ void dispatch_grid_shape(const GridShape& shape, Fn&& fn) {
     }
 }
 
-bool warp_aggregated(const GridKernelConfig& config) { return config.gradient_warp_aggregate_shared; }
-
+// The plain kernel, or the one with the warp-aggregated shared-level path.
 template <int D, int F>
 auto gradient_kernel(bool aggregated) {
     return aggregated ? grid_param_gradient_kernel<D, F, true> : grid_param_gradient_kernel<D, F, false>;
@@ -806,7 +809,7 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     }
     if (blocks == 0) return;
     dispatch_grid_shape(shape, [&](auto dims, auto features) {
-        gradient_kernel<decltype(dims)::value, decltype(features)::value>(warp_aggregated(config))
+        gradient_kernel<decltype(dims)::value, decltype(features)::value>(config.gradient_warp_aggregate_shared)
             <<<(unsigned int)blocks, kGridGradientThreads, shared_bytes, stream>>>(shape, plan, in, dout, dparams,
                                                                                   batch);
     });
@@ -869,9 +872,10 @@ GridKernelConfig prepare_grid_gradient_kernel(const GridShape& shape) {
                 cudaFuncAttributeMaxDynamicSharedMemorySize, per_block));
         }
         // Blocks per SM without shared memory (threads and registers) of the kernel this config runs.
-        FUSEDNGP_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks_per_sm, gradient_kernel<decltype(dims)::value, decltype(features)::value>(warp_aggregated(shape.config)),
-            kGridGradientThreads, 0));
+        const auto kernel = gradient_kernel<decltype(dims)::value, decltype(features)::value>(
+            shape.config.gradient_warp_aggregate_shared);
+        FUSEDNGP_GPU_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kGridGradientThreads, 0));
     });
     GridKernelConfig config = shape.config;
     uint32_t bytes = config.gradient_smem_bytes;

@@ -132,9 +132,8 @@ gpu::MlpKernel requested_mlp_kernel(const json& config) {
 // 0.346 against 0.360 ms for the spread order with plain atomics; on spread
 // inputs the aggregation costs more than it saves, so it follows the order).
 // FUSEDNGP_GRID_KERNELS still overrides it.
-gpu::GpuEncodingOptions encoding_options(const TrainingData& data) {
+gpu::GpuEncodingOptions encoding_options(const ImageTrainingData* image) {
     gpu::GpuEncodingOptions options;
-    const auto* image = dynamic_cast<const ImageTrainingData*>(&data);
     options.grid_kernels.gradient_warp_aggregate_shared = image && image->sampling().order == SampleOrder::Tiled;
     return options;
 }
@@ -179,7 +178,7 @@ std::string cuda_device_description() {
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
     : config_(config), seed_(seed), scaling_(scaling),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
-      host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
+      image_data_(dynamic_cast<const ImageTrainingData*>(&data)), host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
       fused_update_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_UPDATE")) {
     if (!cuda_device_available()) {
         throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
@@ -194,7 +193,7 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
             *s.host = {};
         }
 
-        encoding_ = gpu::make_gpu_encoding(host_model_.encoding(), encoding_options(data_));
+        encoding_ = gpu::make_gpu_encoding(host_model_.encoding(), encoding_options(image_data_));
         const gpu::MlpKernel requested = requested_mlp_kernel(config_);
         const gpu::MlpKernel kernel = initial_kernel(requested);
         // Auto with both kernels possible: fused until the first training
@@ -213,7 +212,6 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
         optimizer_->allocate(host_model_.param_groups(), stream_);
         refresh_component_params(params_.data());
 
-        image_data_ = dynamic_cast<const ImageTrainingData*>(&data_);
         if (image_data_) {
             image_pixels_.resize(image_data_->image().pixels.size());
             image_pixels_.upload(image_data_->image().pixels);

@@ -181,7 +181,7 @@ private:
     LossScaleSettings scaling_;
     Model<float> host_model_;  // seeded init, names, groups (never trained)
     const TrainingData& data_;
-    const ImageTrainingData* image_data_ = nullptr;
+    const ImageTrainingData* image_data_;  // data_ when it is an image, else null
     Rng host_rng_;             // host sampling fallback for non-image data
 
     cudaStream_t stream_ = nullptr;

@@ -14,6 +14,7 @@
 #include "modes/mode.h"
 
 #include "../cli_runner.h"
+#include "same_bits.h"
 
 #include <gtest/gtest.h>
 
@@ -628,10 +629,7 @@ TEST(CudaBackend, NoDeviceMessage) {
 
 json image_fit_config() { return load_config_file(std::string(FUSEDNGP_SOURCE_DIR) + "/configs/examples/image_fit_tcnn.json"); }
 
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
+using test::same_bits;
 
 // The FusedMlp's master and fp16 fragment buffers, downloaded.
 struct MlpBuffers {
@@ -834,37 +832,6 @@ TEST(CudaBackend, WithoutConditionalGraphTrainsOnPlainLaunches) {
     EXPECT_TRUE(all_finite(plain.params()));
     EXPECT_EQ(plain.skipped_steps(), 1u);
     EXPECT_EQ(plain.loss_scale(), 0.5e30f);
-}
-
-// The image-fit step's split per path (not a pass/fail test: the numbers for
-// docs/CUDA_BACKEND.md): median over 300 synchronised steps at batch 2^18 of
-// the events around the update (graph + zero_if_flagged), the paths
-// interleaved twice.
-TEST(CudaBackend, FusedUpdateSplitTiming) {
-    REQUIRE_DEVICE();
-    ImageTrainingData data(astronaut_crop(512));
-    CudaBackend gpu(image_fit_config(), data, 9);
-    for (int round = 0; round < 4; ++round) {
-        const bool fused = round % 2 == 0;
-        gpu.set_fused_update(fused);
-        std::vector<float> forward, backward, update;
-        for (int s = 0; s < 320; ++s) {
-            gpu.train_step(1u << 18);
-            gpu.synchronize();
-            const StepTimings t = gpu.last_timings();
-            if (s < 20) continue;  // warm-up
-            forward.push_back(t.forward_ms);
-            backward.push_back(t.backward_ms);
-            update.push_back(t.optimizer_ms);
-        }
-        auto median = [](std::vector<float> v) {
-            std::nth_element(v.begin(), v.begin() + (long)v.size() / 2, v.end());
-            return v[v.size() / 2];
-        };
-        std::printf("split %s: forward %.4f ms, backward %.4f ms, update %.4f ms (median of %zu steps)\n",
-                    fused ? "fused update      " : "per-group launches", median(forward), median(backward),
-                    median(update), update.size());
-    }
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "launch_grid.h"
 #include "losses/factory.h"
 #include "optimizers/factory.h"
+#include "same_bits.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -1174,10 +1175,7 @@ TEST_F(GpuTest, OptimizerStepReplaysFromCudaGraph) {
 // ---- the fused Adam update against the per-group launches -------------------------
 // (GpuOptimizer::set_fused_update; docs/GPU_COMPONENTS.md, "Fused Adam update")
 
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
+using test::same_bits;
 
 OptimizerCounters download_counters(const GpuOptimizer& opt) {
     OptimizerCounters c;
