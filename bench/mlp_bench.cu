@@ -37,7 +37,7 @@
 // these ReLU / None networks, "warpx" the same through the kernels with the
 // fused loss's extras compiled in (RelativeL2, loss sums, dL/dinput flag),
 // "f0" the same variant with the activations switched at run time, "wgmma"
-// the Hopper wgmma training kernel (FusedMlpTuning::wgmma_train; W = 128,
+// the Hopper wgmma training kernel (FusedMlpTuning::wgmma_train; W = 64 and 128,
 // compute capability 9.0 only, skipped elsewhere).
 // --train-variants keeps only the named variants.
 #include "gpu/cublas_mlp.h"
@@ -378,7 +378,7 @@ int main(int argc, char** argv) {
             FusedMlpTuning tile;
             tile.tile_training = true;
             variants.push_back({"tile", tile});
-            // The Hopper wgmma training kernel (W = 128 networks it supports,
+            // The Hopper wgmma training kernel (W = 64 and 128 networks it supports,
             // compute capability 9.0; skipped elsewhere).
             FusedMlpTuning wgmma;
             wgmma.wgmma_train = true;

@@ -23,6 +23,7 @@
 // Build: nvcc -std=c++17 -O3 -arch=sm_90 bench/red_add_probe.cu -o red_add_probe
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -2,10 +2,11 @@
 // the same contract as fused_mlp_train_kernel (KernelArgs in, the same
 // outputs: y, the fused loss, dL/dinput, per-block dL/dW partials in the
 // padded layout the existing reduce reads), for the shapes
-// wgmma_train_shape_supported accepts: W = 128, hidden ReLU, output None,
+// wgmma_train_shape_supported accepts: W = 64 or 128, hidden ReLU, output None,
 // n_in <= 64, n_out <= 16, and as many hidden layers as shared memory holds
-// (1 or 2). See docs/HOPPER_WGMMA.md, "The wgmma training kernel as built". NOT YET
-// RUN ON A GPU: every layout rule is the probe's (kernels/wgmma_device.cuh).
+// (W = 128: 1 or 2; W = 64: 1 to 5 with n_in <= 32, else 1 to 4). See docs/HOPPER_WGMMA.md, "The wgmma
+// training kernel as built"; every layout rule is the probe's
+// (kernels/wgmma_device.cuh).
 //
 // A block is 2 warpgroups; each owns 64 rows of a 128-row tile.
 //  1. Per warpgroup, in registers: the forward chain with A from registers
@@ -522,7 +523,21 @@ FUSEDNGP_UNROLL
     }
 }
 
-// Warpgroup g takes the 64-wide chunks g, g + 2, ... of every dW:
+// Which warpgroup computes the 64-row chunk m of dW_l. From W = 128 on, every
+// matrix has a chunk per warpgroup: chunk m goes to warpgroup m % 2 in every
+// layer. At W = 64 each matrix is one chunk, so the matrices alternate
+// instead (D = 2: dW_0 and the output layer's to warpgroup 0, 32 + 16
+// columns; dW_1 to warpgroup 1, 64), else warpgroup 1 would sit idle. Each
+// chunk has one owner whichever rule: the sums keep their fixed order.
+template <int W>
+FUSEDNGP_WGMMA_HD int weight_gradient_owner(uint32_t l, int m) {
+    if constexpr (W / 64 >= kWarpgroups)
+        return m % kWarpgroups;
+    else
+        return int((l + uint32_t(m)) % uint32_t(kWarpgroups));
+}
+
+// Warpgroup g takes the chunks weight_gradient_owner gives it:
 //   dW_0[o][i]   = sum_r delta_0[r][o] x[r][i]
 //   dW_l[o][i]   = sum_r delta_l[r][o] h_{l-1}[r][i]
 //   dW_D^T[i][o] = sum_r h_{D-1}[r][i] (dL/dy)[r][o]
@@ -532,18 +547,19 @@ __device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* s
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden, base = shared_address(smem);
     float* partial = p.partial + size_t(blockIdx.x) * p.partial_stride;
-    for (int m = g; m < W / 64; m += kWarpgroups) {
-        {
+    for (int m = 0; m < W / 64; ++m) {
+        if (weight_gradient_owner<W>(0, m) == g) {
             float acc[KIN / 2];
             issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, D, m), weight_gradient_b<W, KIN>(base, im, 0, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, t, first_tile);
         }
         for (uint32_t l = 1; l < D; ++l) {
+            if (weight_gradient_owner<W>(l, m) != g) continue;
             float acc[W / 2];
             issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, D, m), weight_gradient_b<W, KIN>(base, im, l, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, l), W, 64 * m, W, t, first_tile);
         }
-        {
+        if (weight_gradient_owner<W>(D, m) == g) {
             float acc[kOutPad / 2];
             issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
             add_transposed_chunk_to_partial(acc, partial + padded_offset(s, D), W, 64 * m, t, first_tile);
@@ -579,8 +595,12 @@ FUSEDNGP_UNROLL
 
 // Tiles round-robin over the blocks (tile = blockIdx.x + k * gridDim.x), as
 // the tile kernel: which block sums which rows depends only on batch and grid.
-template <int W, int KIN>
-__global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_train_kernel(const KernelArgs p) {
+// MIN_BLOCKS: the blocks per SM the registers are budgeted for (2: at most
+// 128 per thread). At W = 64, n_in <= 32 two blocks' images fit in shared
+// memory (~107 KB each at D = 2), so one block's weight-gradient phase can
+// overlap the other's chain.
+template <int W, int KIN, int MIN_BLOCKS = 1>
+__global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_train_kernel(const KernelArgs p) {
 #if FUSEDNGP_WGMMA_AVAILABLE
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned

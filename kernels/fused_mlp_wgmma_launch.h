@@ -16,10 +16,10 @@ namespace fusedngp::gpu {
 constexpr uint32_t kWgmmaTrainRows = 128;
 constexpr int kWgmmaTrainThreads = 256;
 
-// The shapes the kernel implements: W = 128, hidden ReLU, output None,
+// The shapes the kernel implements: W = 64 or 128, hidden ReLU, output None,
 // n_in <= 64, n_out <= 16, at least one hidden layer. Whether the depth fits
 // in shared memory is wgmma_train_smem_bytes against the device's limit (at
-// W = 128: 1 or 2 hidden layers within 227 KB).
+// W = 128: 1 or 2 hidden layers within 227 KB, at W = 64: 1 to 5, or 4 with n_in > 32).
 bool wgmma_train_shape_supported(const MlpShape& shape);
 // Dynamic shared memory of one block for this shape (supported shapes only).
 size_t wgmma_train_smem_bytes(const MlpShape& shape);

@@ -28,7 +28,6 @@ namespace {
 
 using namespace fusedngp::gpu::mlp_test;
 
-constexpr int kW = 128;
 constexpr int kT = kWarpgroupThreads;
 
 // ---- The emulated tensor core ------------------------------------------------------------
@@ -114,41 +113,41 @@ void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a
 
 // ---- The kernel, one block, its tiles in order ----------------------------------------------
 
-template <int KIN>
+template <int W, int KIN>
 struct ThreadRegs {
     uint32_t xa[KIN / 16][4];
-    float loss_in[8], acc[kW / 2], y[8], din[KIN / 2];
-    uint32_t ha[kW / 16][4], da[1][4];
+    float loss_in[8], acc[W / 2], y[8], din[KIN / 2];
+    uint32_t ha[W / 16][4], da[1][4];
 };
 
 // The image part of load_weight_images: every fragment entry scattered.
-template <int KIN>
-void load_weights(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<kW>& im) {
+template <int W, int KIN>
+void load_weights(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im) {
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden;
     auto scatter = [&](const uint2* frags, uint32_t k_pad, uint32_t n_pad, uint32_t image, int rows, int cols) {
         for (uint32_t e = 0; e < k_pad * n_pad / 4; ++e)
             scatter_fragment_entry(frags[e], e, k_pad / 16, smem.data() + image, rows, cols);
     };
-    scatter(p.w_fwd + frag_offset(s, 0), s.n_in_pad, kW, im.L.w0, kW, KIN);
-    scatter(p.w_bwd + frag_offset(s, 0), kW, s.n_in_pad, im.L.w0t, KIN, kW);
-    for (uint32_t l = 1; l < D; ++l) scatter(p.w_fwd + frag_offset(s, l), kW, kW, im.hidden_weight(l), kW, kW);
-    scatter(p.w_fwd + frag_offset(s, D), kW, kOutPad, im.L.w_out, kOutPad, kW);
+    scatter(p.w_fwd + frag_offset(s, 0), s.n_in_pad, W, im.L.w0, W, KIN);
+    scatter(p.w_bwd + frag_offset(s, 0), W, s.n_in_pad, im.L.w0t, KIN, W);
+    for (uint32_t l = 1; l < D; ++l) scatter(p.w_fwd + frag_offset(s, l), W, W, im.hidden_weight(l), W, W);
+    scatter(p.w_fwd + frag_offset(s, D), W, kOutPad, im.L.w_out, kOutPad, W);
 }
 
 // chain() for warpgroup g, step by step.
-template <int KIN>
-void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<kW>& im, uint32_t tile, int g,
+template <int W, int KIN>
+void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile, int g,
                    double& loss_sum, bool& din_bad) {
     const uint32_t D = p.shape.n_hidden;
     uint8_t* base = smem.data();
-    std::vector<ThreadRegs<KIN>> th(kT);
+    std::vector<ThreadRegs<W, KIN>> th(kT);
     auto rows = [&](int t) {
         const uint32_t row0 = tile * kTileRows + kWarpgroupRows * g;
         return RowState{row0, row0 < p.batch ? int(std::min<uint32_t>(p.batch - row0, 64)) : 0, g, t};
     };
-    auto acc = [&](int t) -> float(&)[kW / 2] { return th[t].acc; };
-    auto ha = [&](int t) -> uint32_t(&)[kW / 16][4] { return th[t].ha; };
+    auto acc = [&](int t) -> float(&)[W / 2] { return th[t].acc; };
+    auto ha = [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; };
     for (int t = 0; t < kT; ++t) {
         const RowState rs = rows(t);
         load_input_fragments<KIN>(p, rs.row0, rs.valid, t, th[t].xa);
@@ -158,18 +157,18 @@ void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images
     auto forward_layer = [&](uint32_t l) {
         for (int t = 0; t < kT; ++t) {
             relu_to_fragments(th[t].acc, th[t].ha);
-            store_activation<kW>(th[t].ha, base + im.h(l), act_addressing(g, t));
+            store_activation<W>(th[t].ha, base + im.h(l), act_addressing(g, t));
         }
     };
-    emulate_rs<kW / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
-                                    forward_weight<kW, KIN>(0, im, 0, D));
+    emulate_rs<W / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
+                                    forward_weight<W, KIN>(0, im, 0, D));
     forward_layer(0);
     for (uint32_t l = 1; l < D; ++l) {
-        emulate_rs<kW / 2, kW / 16, 0>(smem, acc, ha, forward_weight<kW, KIN>(0, im, l, D));
+        emulate_rs<W / 2, W / 16, 0>(smem, acc, ha, forward_weight<W, KIN>(0, im, l, D));
         forward_layer(l);
     }
-    emulate_rs<8, kW / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
-                              forward_weight<kW, KIN>(0, im, D, D));
+    emulate_rs<8, W / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
+                              forward_weight<W, KIN>(0, im, D, D));
     for (int t = 0; t < kT; ++t) {
         const RowState rs = rows(t);
         float sum = 0.f;
@@ -180,21 +179,21 @@ void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images
     }
     auto backward_layer = [&](uint32_t l) {  // delta_l from acc
         for (int t = 0; t < kT; ++t) {
-            apply_relu_mask<kW>(th[t].acc, base + im.h(l), act_addressing(g, t));
+            apply_relu_mask<W>(th[t].acc, base + im.h(l), act_addressing(g, t));
             accumulators_to_a_fragments(th[t].acc, th[t].ha);
-            store_activation<kW>(th[t].ha, base + im.delta(l), act_addressing(g, t));
+            store_activation<W>(th[t].ha, base + im.delta(l), act_addressing(g, t));
         }
     };
-    emulate_rs<kW / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
-                             backward_weight<kW, KIN>(0, im, D, D));
+    emulate_rs<W / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
+                             backward_weight<W, KIN>(0, im, D, D));
     backward_layer(D - 1);
     for (uint32_t l = D - 1; l >= 1; --l) {
-        emulate_rs<kW / 2, kW / 16, 1>(smem, acc, ha, backward_weight<kW, KIN>(0, im, l, D));
+        emulate_rs<W / 2, W / 16, 1>(smem, acc, ha, backward_weight<W, KIN>(0, im, l, D));
         backward_layer(l - 1);
     }
     if (p.din == nullptr) return;
-    emulate_rs<KIN / 2, kW / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
-                                    backward_weight<kW, KIN>(0, im, 0, D));
+    emulate_rs<KIN / 2, W / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
+                                    backward_weight<W, KIN>(0, im, 0, D));
     for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows(t), din_bad);
 }
 
@@ -206,13 +205,13 @@ struct Accumulators {
 
 // A dW chunk whose accumulator rows are outputs (o0 = 64 m), added to the
 // partial through the kernel's index: stored on the first tile, then summed.
-template <int NREG, int KIN, int TRANS_B>
-void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<kW>& im, uint32_t l, int m,
+template <int W, int NREG, int KIN, int TRANS_B>
+void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<W>& im, uint32_t l, int m,
                         uint32_t ld, uint32_t col_limit, float* partial, bool first_tile) {
     const uint32_t D = p.shape.n_hidden;
     std::vector<Accumulators<NREG>> regs(kT);
     emulate_ss<NREG, 1, TRANS_B>(smem, [&](int t) -> float(&)[NREG] { return regs[t].v; },
-                                 weight_gradient_a<kW>(0, im, l, D, m), weight_gradient_b<kW, KIN>(0, im, l, D));
+                                 weight_gradient_a<W>(0, im, l, D, m), weight_gradient_b<W, KIN>(0, im, l, D));
     for (int t = 0; t < kT; ++t)
         for (int i = 0; i < NREG / 2; ++i) {
             const long long index = partial_pair_index(t, i, ld, 64 * m, col_limit);
@@ -225,36 +224,39 @@ void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, c
 }
 
 // weight_gradients() for warpgroup g: the same chunks and operands.
-template <int KIN>
-void emulate_weight_gradients(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<kW>& im, int g,
+template <int W, int KIN>
+void emulate_weight_gradients(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<W>& im, int g,
                               float* partial, bool first_tile) {
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden;
-    for (int m = g; m < kW / 64; m += kWarpgroups) {
-        emulate_rows_chunk<KIN / 2, KIN, 0>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, partial, first_tile);
+    for (int m = 0; m < W / 64; ++m) {
+        if (weight_gradient_owner<W>(0, m) == g)
+            emulate_rows_chunk<W, KIN / 2, KIN, 0>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, partial, first_tile);
         for (uint32_t l = 1; l < D; ++l)
-            emulate_rows_chunk<kW / 2, KIN, 1>(p, smem, im, l, m, kW, kW, partial, first_tile);
+            if (weight_gradient_owner<W>(l, m) == g)
+                emulate_rows_chunk<W, W / 2, KIN, 1>(p, smem, im, l, m, W, W, partial, first_tile);
+        if (weight_gradient_owner<W>(D, m) != g) continue;
         std::vector<Accumulators<8>> dwd(kT);
-        emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<kW>(0, im, D, D, m),
-                            weight_gradient_b<kW, KIN>(0, im, D, D));
+        emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<W>(0, im, D, D, m),
+                            weight_gradient_b<W, KIN>(0, im, D, D));
         for (int t = 0; t < kT; ++t)
             for (int i = 0; i < 8; ++i) {
-                float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, kW, 64 * m)];
+                float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, W, 64 * m)];
                 cell = first_tile ? dwd[t].v[i] : cell + dwd[t].v[i];
             }
     }
 }
 
-template <int KIN>
+template <int W, int KIN>
 void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, double& loss_sum, bool& din_bad) {
-    const Images<kW> im{smem_layout(kW, KIN, int(p.shape.n_hidden))};
+    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden))};
     std::vector<uint8_t> smem(im.L.total, 0);
-    load_weights<KIN>(p, smem, im);
+    load_weights<W, KIN>(p, smem, im);
     bool first_tile = true;
     for (uint32_t tile = block; tile < p.n_tiles; tile += grid) {
-        for (int g = 0; g < kWarpgroups; ++g) emulate_chain<KIN>(p, smem, im, tile, g, loss_sum, din_bad);
+        for (int g = 0; g < kWarpgroups; ++g) emulate_chain<W, KIN>(p, smem, im, tile, g, loss_sum, din_bad);
         for (int g = 0; g < kWarpgroups; ++g)
-            emulate_weight_gradients<KIN>(p, smem, im, g, p.partial + size_t(block) * p.partial_stride, first_tile);
+            emulate_weight_gradients<W, KIN>(p, smem, im, g, p.partial + size_t(block) * p.partial_stride, first_tile);
         first_tile = false;
     }
 }
@@ -290,17 +292,17 @@ void convert_weights(const std::vector<float>& master, const MlpShape& s, std::v
 }
 
 struct EmuCase {
-    uint32_t n_in, n_out, depth, batch, grid;
+    uint32_t width, n_in, n_out, depth, batch, grid;
 };
 
 std::string emu_name(const EmuCase& c) {
-    return "D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
+    return "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
            std::to_string(c.n_out) + "_grid" + std::to_string(c.grid);
 }
 
 void check_emulated(const EmuCase& c) {
     std::mt19937_64 rng(c.batch * 13 + c.n_in);
-    reference::MlpDims d{c.n_in, kW, c.depth, c.n_out, Activation::ReLU, Activation::None};
+    reference::MlpDims d{c.n_in, c.width, c.depth, c.n_out, Activation::ReLU, Activation::None};
     const std::vector<double> params = random_params(d, rng);
     const Inputs inputs = random_inputs(d, params, c.batch, c.batch + 5);
     std::vector<double> target = random_values((size_t)c.batch * c.n_out, 1.0, false, rng);
@@ -313,7 +315,7 @@ void check_emulated(const EmuCase& c) {
     MlpShape s;
     s.n_in = c.n_in;
     s.n_in_pad = round_up16(c.n_in);
-    s.width = kW;
+    s.width = c.width;
     s.n_hidden = c.depth;
     s.n_out = c.n_out;
     s.n_out_pad = round_up16(c.n_out);
@@ -348,10 +350,11 @@ void check_emulated(const EmuCase& c) {
     double loss_sum = 0;
     bool din_bad = false;
     for (uint32_t b = 0; b < c.grid; ++b) {
-        if (input_width_for(s.n_in_pad) == 32)
-            emulate_block<32>(p, b, c.grid, loss_sum, din_bad);
+        const bool narrow = input_width_for(s.n_in_pad) == 32;
+        if (c.width == 64)
+            narrow ? emulate_block<64, 32>(p, b, c.grid, loss_sum, din_bad) : emulate_block<64, 64>(p, b, c.grid, loss_sum, din_bad);
         else
-            emulate_block<64>(p, b, c.grid, loss_sum, din_bad);
+            narrow ? emulate_block<128, 32>(p, b, c.grid, loss_sum, din_bad) : emulate_block<128, 64>(p, b, c.grid, loss_sum, din_bad);
     }
     EXPECT_FALSE(din_bad);
     // The reduce: blocks in order, / loss_scale, unpadded.
@@ -397,11 +400,23 @@ class WgmmaTrainEmulated : public ::testing::TestWithParam<EmuCase> {};
 TEST_P(WgmmaTrainEmulated, MatchesReference) { check_emulated(GetParam()); }
 
 // Batch 300 on 2 blocks: block 0 runs tiles 0 and 2 (the add path, a partial
-// last tile), block 1 tile 1. The shapes of the GPU tests.
-INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated,
-                         ::testing::Values(EmuCase{32, 16, 2, 300, 2}, EmuCase{3, 1, 1, 300, 2},
-                                           EmuCase{17, 5, 2, 130, 1}, EmuCase{48, 7, 2, 300, 2},
-                                           EmuCase{64, 16, 1, 1, 1}),
+// last tile), block 1 tile 1. The shapes of the GPU tests, at W = 128 and 64
+// (W = 64: the matrices alternate between the warpgroups, and up to 5 hidden layers fit).
+std::vector<EmuCase> emu_cases() {
+    std::vector<EmuCase> v;
+    for (uint32_t w : {128u, 64u}) {
+        v.push_back({w, 32, 16, 2, 300, 2});
+        v.push_back({w, 3, 1, 1, 300, 2});
+        v.push_back({w, 17, 5, 2, 130, 1});
+        v.push_back({w, 48, 7, 2, 300, 2});
+        v.push_back({w, 64, 16, 1, 1, 1});
+    }
+    v.push_back({64, 32, 3, 3, 300, 2});
+    v.push_back({64, 64, 16, 4, 130, 1});
+    v.push_back({64, 16, 5, 5, 130, 1});
+    return v;
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated, ::testing::ValuesIn(emu_cases()),
                          [](const ::testing::TestParamInfo<EmuCase>& p) { return emu_name(p.param); });
 
 } // namespace

@@ -1,30 +1,49 @@
-// The wgmma training kernel at W = 128 and its host entry points. Built for
+// The wgmma training kernel at W = 64 and 128 and its host entry points. Built for
 // sm_90a only (kernels/CMakeLists.txt, target fusedngp_gpu_sm90a): it lives
 // in its own directory so the kernels/*.cu glob, built for the project's
 // architectures, does not pick it up.
 #include "fused_mlp_wgmma_device.cuh"
 #include "fused_mlp_wgmma_launch.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace fusedngp::gpu {
 
 namespace {
 
-constexpr int kWidth = 128;
-
 static_assert(wgmma_train::kTileRows == (int)kWgmmaTrainRows && wgmma_train::kThreads == kWgmmaTrainThreads,
               "launch constants out of step with the kernel");
-static_assert(wgmma_train::act_addressing_matches<kWidth>(), "the activation-image addressing is wrong");
+static_assert(wgmma_train::act_addressing_matches<64>(), "the activation-image addressing is wrong at W = 64");
+static_assert(wgmma_train::act_addressing_matches<128>(), "the activation-image addressing is wrong at W = 128");
+
+// W = 64 with n_in <= 32: two blocks per SM fit in shared memory, so the
+// kernel is built twice, with registers for two blocks (the default) and for
+// one (FUSEDNGP_WGMMA_MIN_BLOCKS=1, an A/B knob: two blocks cap the
+// registers at 128 and ptxas spills ~140 bytes).
+bool one_block_w64() {
+    static const bool one = [] {
+        const char* env = std::getenv("FUSEDNGP_WGMMA_MIN_BLOCKS");
+        return env != nullptr && std::strcmp(env, "1") == 0;
+    }();
+    return one;
+}
 
 const void* kernel_for(const MlpShape& shape) {
-    if (wgmma_train::input_width_for(shape.n_in_pad) == 32)
-        return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<kWidth, 32>;
-    return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<kWidth, 64>;
+    const bool narrow_input = wgmma_train::input_width_for(shape.n_in_pad) == 32;
+    if (shape.width == 64) {
+        if (!narrow_input) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 64>;
+        if (one_block_w64()) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 32, 1>;
+        return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 32, 2>;
+    }
+    if (narrow_input) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<128, 32>;
+    return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<128, 64>;
 }
 
 } // namespace
 
 bool wgmma_train_shape_supported(const MlpShape& s) {
-    return s.width == (uint32_t)kWidth && s.hidden_act == Activation::ReLU && s.output_act == Activation::None &&
+    return (s.width == 64 || s.width == 128) && s.hidden_act == Activation::ReLU && s.output_act == Activation::None &&
            s.n_in >= 1 && s.n_in_pad <= 64 && s.n_out >= 1 && s.n_out_pad == (uint32_t)wgmma_train::kOutPad &&
            s.n_hidden >= 1;
 }
