@@ -14,7 +14,11 @@
 # Files back: summary.txt, red_add.txt, train_ab.csv, logs.tgz.
 #
 #   FUSEDNGP_COMMIT=<hash> bench/wgmma_w64_run.sh OUTDIR IMAGE
-# Knobs: SANITIZE_TIMEOUT (default 240), STEP_SECONDS (default 5), SKIP_RED_PROBE=1.
+# Knobs: SANITIZE_TIMEOUT (default 240), SANITIZE_TOOLS (default "memcheck
+# racecheck"), SANITIZE_FILTER (default: the W = 64 wgmma cases), TEST_FILTER_MLP,
+# TEST_FILTER_BACKEND (default *; "-" skips), BATCHES (the A/B's, default
+# 16384,65536,262144,1048576), STEP_SECONDS (default 5), SKIP_RED_PROBE=1,
+# SKIP_IMAGE=1 (no image step, no PSNR).
 set -uo pipefail
 IMAGE="${2:?usage: bench/wgmma_w64_run.sh OUTDIR IMAGE}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/wgmma_w64_run.sh
@@ -36,11 +40,13 @@ if [ -z "${SKIP_RED_PROBE:-}" ]; then
 fi
 
 NO_RUN="SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= GPU_CHECK_NO_BUILD=1"
-env $NO_RUN SANITIZE_TOOLS="memcheck racecheck" SANITIZE_SHARDS=3 SANITIZE_FILTER_MLP='*_W64_*:*WgmmaTrainSelection*' \
+env $NO_RUN SANITIZE_TOOLS="${SANITIZE_TOOLS:-memcheck racecheck}" SANITIZE_SHARDS=3 \
+  SANITIZE_FILTER_MLP="${SANITIZE_FILTER:-*WgmmaTrain*_W64_*:*WgmmaTrainSelection*}" \
   SANITIZE_FILTER_COMPONENTS=- BACKEND_SANITIZE_FILTER=- SANITIZE_TIMEOUT="${SANITIZE_TIMEOUT:-240}" \
   TEST_FILTER_MLP=- TEST_FILTER_COMPONENTS=- TEST_FILTER_BACKEND=- scripts/gpu-check "$L/sanitize" > /dev/null 2>&1 &
 SAN=$!
-env $NO_RUN SANITIZE_TOOLS=none TEST_FILTER_COMPONENTS=- TEST_TIMEOUT=300 scripts/gpu-check "$L/native" > /dev/null 2>&1
+env $NO_RUN SANITIZE_TOOLS=none TEST_FILTER_MLP="${TEST_FILTER_MLP:-*}" TEST_FILTER_COMPONENTS=- \
+  TEST_FILTER_BACKEND="${TEST_FILTER_BACKEND:-*}" TEST_TIMEOUT=300 scripts/gpu-check "$L/native" > /dev/null 2>&1
 note "native tests (MLP + backend binaries): exit $?"
 grep -E "tests: exit" "$L/native/summary.txt" >> "$OUT/summary.txt"
 grep -hE '^\[  FAILED  \] ' "$L/native/"*tests.log 2>/dev/null | head -20 >> "$OUT/summary.txt"
@@ -52,7 +58,7 @@ grep -E "^(memcheck|racecheck|  )" "$L/sanitize/summary.txt" >> "$OUT/summary.tx
 
 # ---- alone on the GPU ------------------------------------------------------------------------
 MB="$BUILD/kernels/fusedngp_mlp_bench"
-timeout 120 "$MB" --train-ab --widths 64,128 --depths 2 --batches 16384,65536,262144,1048576 \
+timeout 120 "$MB" --train-ab --widths 64,128 --depths 2 --batches "${BATCHES:-16384,65536,262144,1048576}" \
   --train-variants warp,wgmma,tile --csv "$OUT/train_ab.csv" > "$L/train_ab.log" 2>&1
 note "train A/B: exit $?"
 grep -E '^row .*fused L2' "$L/train_ab.log" >> "$OUT/summary.txt"
@@ -61,6 +67,11 @@ FUSEDNGP_WGMMA_MIN_BLOCKS=1 timeout 60 "$MB" --train-ab --widths 64 --depths 2 -
 note "W = 64 wgmma, registers for one block per SM: exit $?"
 grep -E '^row .*fused L2' "$L/train_ab_one_block.log" | sed 's/^row /row one-block /' >> "$OUT/summary.txt"
 
+if [ -n "${SKIP_IMAGE:-}" ]; then
+  tar -C /tmp --exclude='*.fusedngp' --exclude='*.png' --exclude='*.exr' -czf "$OUT/logs.tgz" wgmma_w64 2>/dev/null
+  note "done (SKIP_IMAGE)"
+  exit 0
+fi
 step() {  # name wgmma(0/1)
   FUSEDNGP_WGMMA_TRAIN="$2" timeout 30 "$BUILD/fusedngp" train --backend cuda --data "$IMAGE" \
     --config configs/examples/image_fit_tcnn.json --batch 262144 --seconds "${STEP_SECONDS:-5}" \

@@ -547,19 +547,23 @@ __device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* s
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden, base = shared_address(smem);
     float* partial = p.partial + size_t(blockIdx.x) * p.partial_stride;
-    for (int m = 0; m < W / 64; ++m) {
-        if (weight_gradient_owner<W>(0, m) == g) {
+    // From W = 128 on, the loop visits only warpgroup g's chunks and every
+    // owner test is constant true: the code measured before W = 64 existed.
+    constexpr bool by_chunk = W / 64 >= kWarpgroups;
+    auto mine = [&](uint32_t l, int m) { return by_chunk || weight_gradient_owner<W>(l, m) == g; };
+    for (int m = by_chunk ? g : 0; m < W / 64; m += by_chunk ? kWarpgroups : 1) {
+        if (mine(0, m)) {
             float acc[KIN / 2];
             issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, D, m), weight_gradient_b<W, KIN>(base, im, 0, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, t, first_tile);
         }
         for (uint32_t l = 1; l < D; ++l) {
-            if (weight_gradient_owner<W>(l, m) != g) continue;
+            if (!mine(l, m)) continue;
             float acc[W / 2];
             issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, D, m), weight_gradient_b<W, KIN>(base, im, l, D));
             add_chunk_to_partial(acc, partial + padded_offset(s, l), W, 64 * m, W, t, first_tile);
         }
-        if (weight_gradient_owner<W>(D, m) == g) {
+        if (mine(D, m)) {
             float acc[kOutPad / 2];
             issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
             add_transposed_chunk_to_partial(acc, partial + padded_offset(s, D), W, 64 * m, t, first_tile);

@@ -4,6 +4,7 @@
 // reference evaluates exactly the function the tensor cores see; what is
 // left is the kernels' own rounding (fp16 activations and deltas, fp32 sums).
 // Every output buffer is poisoned with NaN before the GPU writes it.
+#include "fused_mlp_wgmma_launch.h"
 #include "gpu/fused_mlp.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
@@ -354,13 +355,15 @@ TEST(FusedMlp, FusedL2TrainStep) {
 // graph captured for one batch replays that batch's kernel: each width runs
 // a batch above the crossover (the warp training kernel: per-warp or
 // per-block sums combined in a fixed order, then the block reduce) and one
-// below it (the block-tile kernel).
-void check_deterministic(uint32_t width, uint32_t batch, bool warp_kernel) {
+// below it (the block-tile kernel); on a Hopper GPU also the wgmma kernel
+// (each partial element summed by one owning thread, in tile order).
+void check_deterministic(uint32_t width, uint32_t batch, const std::string& kernel) {
     const uint32_t n_in = 32, n_out = 16;
     FusedMlpConfig cfg{n_in, n_out, width, 2, Activation::ReLU, Activation::None};
     FusedMlp mlp(cfg);
-    EXPECT_EQ(mlp.training_plan_for(batch).warp, warp_kernel) << "W" << width << " batch " << batch << " "
-                                                              << mlp.describe();
+    const auto& plan = mlp.training_plan_for(batch);
+    EXPECT_EQ(plan.wgmma ? "wgmma" : plan.warp ? "warp" : "tile", kernel)
+        << "W" << width << " batch " << batch << " " << mlp.describe();
     std::mt19937_64 rng(5);
     const reference::MlpDims d{n_in, width, 2, n_out, Activation::ReLU, Activation::None};
     const auto params = to_float(random_params(d, rng));
@@ -516,10 +519,20 @@ TEST(FusedMlp, WarpTrainingLeanAndExtrasKernelsSameBits) {
 
 TEST(FusedMlp, DeterministicAndGraphCapturable) {
     SKIP_WITHOUT_GPU();
-    for (uint32_t w : {64u, 16u, 32u}) {
-        check_deterministic(w, 300000, true);
-        check_deterministic(w, 20000, false);
+    {
+        // The warp / tile choice by batch: with the wgmma kernel off, which
+        // takes W = 64 at every batch on a compute capability 9.0 device.
+        ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
+        for (uint32_t w : {64u, 16u, 32u}) {
+            check_deterministic(w, 300000, "warp");
+            check_deterministic(w, 20000, "tile");
+        }
     }
+    int device = 0;
+    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+    if (!wgmma_train_device_ok(device)) return;
+    for (uint32_t w : {64u, 128u})
+        for (uint32_t batch : {300000u, 20000u}) check_deterministic(w, batch, "wgmma");
 }
 
 // ---- Warp inference kernel against the block-tile kernel ------------------------------
@@ -1029,9 +1042,12 @@ INSTANTIATE_TEST_SUITE_P(WarpTraining, FusedMlpWarpTrainVsTile, ::testing::Value
                              return train_case_name(param_info.param);
                          });
 
-// Which training kernel the planner plans, and which one a call runs.
+// Which training kernel the planner plans, and which one a call runs: the
+// warp and tile kernels, with the wgmma kernel off (tests/gpu/test_wgmma_train.cpp
+// covers its choice; at W = 64 and 128 it is the default on a cc 9.0 device).
 TEST(FusedMlp, TrainingKernelChoice) {
     SKIP_WITHOUT_GPU();
+    ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
     auto make = [](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
         return FusedMlp(FusedMlpConfig{n_in, 16, w, depth, Activation::ReLU, Activation::None}, t);
     };

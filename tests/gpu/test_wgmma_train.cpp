@@ -232,9 +232,7 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
 // On by default; FUSEDNGP_WGMMA_TRAIN=0 or a tuning that forces another
 // training kernel turns it off, tuning.wgmma_train forces it. Host logic only.
 TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
-    const char* saved = std::getenv("FUSEDNGP_WGMMA_TRAIN");
-    const std::string saved_value = saved ? saved : "";
-    unsetenv("FUSEDNGP_WGMMA_TRAIN");
+    ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
     FusedMlpTuning t;
     EXPECT_TRUE(wgmma_train_requested(t));
     FusedMlpTuning tile = t, warp = t;
@@ -242,17 +240,15 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     warp.force_warp_training = true;
     EXPECT_FALSE(wgmma_train_requested(tile));
     EXPECT_FALSE(wgmma_train_requested(warp));
-    setenv("FUSEDNGP_WGMMA_TRAIN", "1", 1);
-    EXPECT_TRUE(wgmma_train_requested(t));
-    EXPECT_FALSE(wgmma_train_requested(tile));
-    setenv("FUSEDNGP_WGMMA_TRAIN", "0", 1);
+    {
+        ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
+        EXPECT_TRUE(wgmma_train_requested(t));
+        EXPECT_FALSE(wgmma_train_requested(tile));
+    }
+    ScopedEnv off("FUSEDNGP_WGMMA_TRAIN", "0");
     EXPECT_FALSE(wgmma_train_requested(t));
     t.wgmma_train = true;
     EXPECT_TRUE(wgmma_train_requested(t));
-    if (saved)
-        setenv("FUSEDNGP_WGMMA_TRAIN", saved_value.c_str(), 1);
-    else
-        unsetenv("FUSEDNGP_WGMMA_TRAIN");
 }
 
 // The kernel's shared memory at the supported depths fits the H200's 227 KB
