@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call for the wgmma training kernel at W = 64 (session 8;
+# One device call for the wgmma training kernel at W = 64 (session 8; its
+# one-block A/B, FUSEDNGP_WGMMA_MIN_BLOCKS=1, was removed after the run;
 # kernels/fused_mlp_wgmma_device.cuh, docs/HOPPER_WGMMA.md):
 #  1. build everything (scripts/gpu-check, build only; ptxas lines of the
 #     wgmma kernels into summary.txt);
@@ -7,8 +8,7 @@
 #  3. at once: the MLP and backend test binaries natively (every test), and
 #     memcheck + racecheck over the W = 64 wgmma cases (3 shards each);
 #  4. alone on the GPU: the train A/B at W = 64 and 128 (warp / wgmma / tile,
-#     batches 2^14..2^20), W = 64 with registers for one block per SM
-#     (FUSEDNGP_WGMMA_MIN_BLOCKS=1), the image-fit step with the wgmma kernel
+#     batches 2^14..2^20), the image-fit step with the wgmma kernel
 #     (the default) against FUSEDNGP_WGMMA_TRAIN=0, interleaved, and the
 #     stable config's PSNR at 7.5 s.
 # Files back: summary.txt, red_add.txt, train_ab.csv, logs.tgz.
@@ -62,10 +62,6 @@ timeout 120 "$MB" --train-ab --widths 64,128 --depths 2 --batches "${BATCHES:-16
   --train-variants warp,wgmma,tile --csv "$OUT/train_ab.csv" > "$L/train_ab.log" 2>&1
 note "train A/B: exit $?"
 grep -E '^row .*fused L2' "$L/train_ab.log" >> "$OUT/summary.txt"
-FUSEDNGP_WGMMA_MIN_BLOCKS=1 timeout 60 "$MB" --train-ab --widths 64 --depths 2 --batches 262144,1048576 \
-  --train-variants wgmma > "$L/train_ab_one_block.log" 2>&1
-note "W = 64 wgmma, registers for one block per SM: exit $?"
-grep -E '^row .*fused L2' "$L/train_ab_one_block.log" | sed 's/^row /row one-block /' >> "$OUT/summary.txt"
 
 if [ -n "${SKIP_IMAGE:-}" ]; then
   tar -C /tmp --exclude='*.fusedngp' --exclude='*.png' --exclude='*.exr' -czf "$OUT/logs.tgz" wgmma_w64 2>/dev/null
