@@ -21,11 +21,7 @@ set -uo pipefail
 IMAGE="${2:?usage: bench/close_check_run.sh OUTDIR IMAGE}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/close_check_run.sh
 IMAGE="$(cd "$(dirname "$IMAGE")" && pwd)/$(basename "$IMAGE")"
-L=/tmp/close_check
-rm -rf "$L" && mkdir -p "$L"
-GC="$L/build"
-build_only "" 200
-[ -x "$BUILD/fusedngp" ] || { note "no build: stop"; tar -C /tmp -czf "$OUT/logs.tgz" close_check; exit 1; }
+build_all_into /tmp/close_check 200
 
 NO_RUN="SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= GPU_CHECK_NO_BUILD=1"
 REST="${RACECHECK_REST:-bench/results/h200_racecheck_components_rest_ae931c0.txt}"

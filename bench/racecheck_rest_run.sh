@@ -23,13 +23,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/racecheck_rest_run.sh
 GC=/tmp/racecheck_rest_gc
 REST="${REST:-bench/results/h200_racecheck_components_rest_ae931c0.txt}"
-if [ -z "${SKIP_RED_PROBE:-}" ]; then
-  NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  timeout 60 "$NVCC" -std=c++17 -O3 -arch=sm_90 bench/red_add_probe.cu -o /tmp/red_add_probe > "$OUT/red_add.txt" 2>&1 &&
-    timeout 30 /tmp/red_add_probe >> "$OUT/red_add.txt" 2>&1
-  note "red.add probe: exit $?"
-  cat "$OUT/red_add.txt" >> "$OUT/summary.txt"
-fi
+red_add_probe
 ( while sleep 10; do echo "$(date +%T) $(free -m | awk '/Mem:/{print "used " $3 " MiB, available " $7 " MiB"}')"; done ) \
   > /tmp/racecheck_rest_free.log 2>&1 &
 FREE_PID=$!

@@ -23,21 +23,11 @@ set -uo pipefail
 IMAGE="${2:?usage: bench/wgmma_w64_run.sh OUTDIR IMAGE}"
 source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "${1:-}" bench/wgmma_w64_run.sh
 IMAGE="$(cd "$(dirname "$IMAGE")" && pwd)/$(basename "$IMAGE")"
-L=/tmp/wgmma_w64
-rm -rf "$L" && mkdir -p "$L"
-GC="$L/build"
-build_only "" 240
-[ -x "$BUILD/fusedngp" ] || { note "no build: stop"; tar -C /tmp -czf "$OUT/logs.tgz" wgmma_w64; exit 1; }
+build_all_into /tmp/wgmma_w64 240
 awk '/Compiling entry function/{f=$0} /bytes stack frame/{s=$0} /Used [0-9]+ registers/{ if (f ~ /wgmma_train_kernel/) print f " :: " s " :: " $0 }' \
   "$GC/build.log" | sort -u | sed -E 's/.*kernelILi([0-9]+)ELi([0-9]+)ELi([0-9]+).*:: +(.*) :: .*Used ([0-9]+) registers.*/wgmma W\1 KIN\2 min-blocks \3: \5 registers, \4/' >> "$OUT/summary.txt"
 
-if [ -z "${SKIP_RED_PROBE:-}" ]; then
-  NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  timeout 60 "$NVCC" -std=c++17 -O3 -arch=sm_90 bench/red_add_probe.cu -o /tmp/red_add_probe > "$OUT/red_add.txt" 2>&1 &&
-    timeout 40 /tmp/red_add_probe >> "$OUT/red_add.txt" 2>&1
-  note "red.add probe: exit $?"
-  cat "$OUT/red_add.txt" >> "$OUT/summary.txt"
-fi
+red_add_probe
 
 NO_RUN="SKIP_MLP_BENCH=1 SKIP_TRAIN=1 IMAGE_BENCH_DATA= GPU_CHECK_NO_BUILD=1"
 env $NO_RUN SANITIZE_TOOLS="${SANITIZE_TOOLS:-memcheck racecheck}" SANITIZE_SHARDS=3 \
