@@ -11,8 +11,6 @@
 
 namespace fusedngp::gpu {
 
-constexpr uint32_t round_up16(uint32_t x) { return (x + 15u) / 16u * 16u; }
-
 // Warps per thread block of the fused kernels.
 constexpr int kBlockWarps = 8;
 // A warp computes up to 64 hidden columns at a time (64 fp32 accumulators per

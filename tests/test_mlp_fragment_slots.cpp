@@ -20,11 +20,9 @@ constexpr size_t kPadding = ~size_t(0);
 // there (kPadding where it writes a zero): its loop, for B = W^T (forward)
 // or B = W (backward).
 std::vector<size_t> forward_mapping(const MlpShape& s, bool backward) {
-    const size_t total = padded_offset(s, s.n_hidden) + (size_t)s.width * s.n_out_pad;
-    std::vector<size_t> source(total, kPadding);
+    std::vector<size_t> source(n_params_padded(s), kPadding);
     for (uint32_t l = 0; l <= s.n_hidden; ++l) {
-        const uint32_t fi = l == 0 ? s.n_in : s.width, fo = l == s.n_hidden ? s.n_out : s.width;
-        const uint32_t fi_pad = l == 0 ? s.n_in_pad : s.width, fo_pad = l == s.n_hidden ? s.n_out_pad : s.width;
+        const uint32_t fi = fan_in(s, l), fo = fan_out(s, l), fi_pad = fan_in_pad(s, l), fo_pad = fan_out_pad(s, l);
         const size_t first_entry = padded_offset(s, l) / 4;
         const size_t entries = (size_t)fi_pad * fo_pad / 4;
         for (size_t local = 0; local < entries; ++local) {

@@ -31,7 +31,7 @@
 #include "launch_grid.h"
 
 #include "core/rng.h"
-#include "io/sample_positions.h"
+#include "io/sampling.h"
 
 #include <cuda_runtime_api.h>
 
@@ -310,27 +310,21 @@ void run_case(Bench& bench, uint32_t n_dims, const json& encoding_config, uint32
     }
 }
 
-// Inputs in the image sampler's tiled order (io/sample_positions.h) at the
-// image-fit density: stratified over side = strata_side(batch) strata,
-// jittered, snapped to the pixel centres of a size x size image; the samples
-// past side^2 uniform, as in training.
+// Inputs in the image sampler's tiled order at the image-fit density: the
+// CPU sampler itself (io/sampling.h, sample_batch: stratified over side =
+// strata_side(batch) strata, jittered, the samples past side^2 uniform, all
+// snapped to the pixel centres of a size x size image), as in training.
 DeviceBuffer<float> upload_tiled_inputs(uint32_t batch, uint32_t image_size, uint64_t seed) {
+    Image image;
+    image.width = image.height = (int)image_size;
+    image.channels = 1;
+    image.pixels.assign(image.pixel_count(), 0.f);
     Rng rng(seed);
-    const uint32_t side = strata_side(batch);
-    const StrataOrder order = make_strata_order(side, SampleOrder::Tiled);
-    std::vector<float> h((size_t)batch * 2);
-    for (uint32_t i = 0; i < batch; ++i) {
-        float u = rng.uniform<float>(0.f, 1.f), v = rng.uniform<float>(0.f, 1.f);
-        if (i < side * side) {
-            const uint32_t cell = stratum_at(order, i);
-            u = jitter_in_cell<float>(u, cell % side, side);
-            v = jitter_in_cell<float>(v, cell / side, side);
-        }
-        h[2 * (size_t)i] = pixel_centre<float>(pixel_of<float>(u, (int)image_size), (int)image_size);
-        h[2 * (size_t)i + 1] = pixel_centre<float>(pixel_of<float>(v, (int)image_size), (int)image_size);
-    }
-    DeviceBuffer<float> d(h.size());
-    FUSEDNGP_GPU_CHECK(cudaMemcpy(d.data(), h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+    Matrix<float> coords, targets;
+    sample_batch(image, batch, rng, coords, targets,
+                 ImageSampling{SamplePositions::Stratified, SampleTargets::PixelCentres, SampleOrder::Tiled});
+    DeviceBuffer<float> d((size_t)coords.size());
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(d.data(), coords.data(), d.size() * sizeof(float), cudaMemcpyHostToDevice));
     return d;
 }
 

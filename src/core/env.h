@@ -1,5 +1,7 @@
-// Environment switches: the developer knobs (FUSEDNGP_UNFUSED_STEP=1 and the
-// like, docs/CUDA_BACKEND.md) are on only when set to exactly "1".
+// Environment switches: the developer knobs (docs/CUDA_BACKEND.md) are
+// compared with one exact value. FUSEDNGP_UNFUSED_STEP=1 and the like are on
+// only when set to exactly "1"; the default-on FUSEDNGP_WGMMA_TRAIN is off
+// only when set to exactly "0".
 #pragma once
 
 #include <cstdlib>
@@ -7,9 +9,11 @@
 
 namespace fusedngp {
 
-inline bool env_flag_set(const char* name) {
+inline bool env_equals(const char* name, const char* value) {
     const char* v = std::getenv(name);
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    return v != nullptr && std::strcmp(v, value) == 0;
 }
+
+inline bool env_flag_set(const char* name) { return env_equals(name, "1"); }
 
 } // namespace fusedngp

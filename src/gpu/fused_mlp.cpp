@@ -1,10 +1,9 @@
 #include "gpu/fused_mlp.h"
 
+#include "core/env.h"
 #include "fused_mlp_wgmma_launch.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -45,14 +44,8 @@ uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) : config_(config), tuning_(tuning) {
     validate(config);
-    shape_.n_in = config.n_input_dims;
-    shape_.n_in_pad = round_up16(config.n_input_dims);
-    shape_.width = config.width;
-    shape_.n_hidden = config.n_hidden_layers;
-    shape_.n_out = config.n_output_dims;
-    shape_.n_out_pad = round_up16(config.n_output_dims);
-    shape_.hidden_act = config.hidden_activation;
-    shape_.output_act = config.output_activation;
+    shape_ = mlp_shape(config.n_input_dims, config.width, config.n_hidden_layers, config.n_output_dims,
+                       config.hidden_activation, config.output_activation);
 
     int device = 0, value = 0;
     FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
@@ -394,14 +387,14 @@ int choose_warp_train_variant(const std::vector<WarpTrainCandidate>& candidates,
 bool wgmma_train_requested(const FusedMlpTuning& tuning) {
     if (tuning.wgmma_train) return true;
     if (tuning.tile_training || tuning.force_warp_training) return false;
-    const char* env = std::getenv("FUSEDNGP_WGMMA_TRAIN");
-    return env == nullptr || std::strcmp(env, "0") != 0;
+    return !env_equals("FUSEDNGP_WGMMA_TRAIN", "0");
 }
 
 // The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,
-// 128-row tiles of 2 warpgroups, one block per SM (its images take ~200 KB
-// of shared memory at W = 128, D = 2). Only where its sm_90a binary runs
-// (compute capability 9.0) and for the shapes it implements.
+// 128-row tiles of 2 warpgroups; one block per SM at W = 128 (its images take
+// ~200 KB of shared memory at D = 2), two at W = 64 with n_in <= 32 (~100 KB).
+// Only where its sm_90a binary runs (compute capability 9.0) and for the
+// shapes it implements.
 bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     if (!wgmma_train_shape_supported(shape_)) return false;
     int device = 0;

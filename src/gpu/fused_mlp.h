@@ -118,12 +118,13 @@ struct FusedMlpTuning {
     int warp_train_flavor = -1;
     // Training through the Hopper wgmma kernel (kernels/fused_mlp_wgmma_device.cuh)
     // for every batch, where it applies: a compute capability 9.0 device, W =
-    // 128, hidden ReLU, output None, n_in <= 64, n_out <= 16, the depth
-    // within shared memory (1-2 hidden layers); elsewhere the usual choice.
-    // Planned by default where it applies (H200, 32 -> 128 x 2 -> 16: 1.72
-    // G samples/s at 2^20 against the tile kernel's 1.00, 1.48 against 0.92
-    // at 2^18): wgmma_train_requested. true forces it even where
-    // FUSEDNGP_WGMMA_TRAIN=0 turns it off.
+    // 64 or 128, hidden ReLU, output None, n_in <= 64, n_out <= 16, the depth
+    // within shared memory (1-2 hidden layers at W = 128, up to 5 at W = 64);
+    // elsewhere the usual choice. Planned by default where it applies (H200,
+    // 32 -> W x 2 -> 16 at 2^20: W = 128 1.72 G samples/s against the tile
+    // kernel's 1.00, W = 64 3.90 against the warp kernel's 3.23):
+    // wgmma_train_requested. true forces it even where FUSEDNGP_WGMMA_TRAIN=0
+    // turns it off.
     bool wgmma_train = false;
 };
 
@@ -226,8 +227,9 @@ public:
                     float* d_mean_loss = nullptr, unsigned int* d_din_nonfinite = nullptr);
 
     const PassPlan& inference_plan() const { return inference_plan_; }
-    // The training plan of large batches: the warp training kernel's when
-    // there is one, else the block-tile kernel's.
+    // The training plan of large batches: the wgmma kernel's where it
+    // applies, else the warp training kernel's when there is one, else the
+    // block-tile kernel's.
     const PassPlan& training_plan() const {
         if (has_wgmma_training_) return wgmma_training_plan_;
         return has_warp_training_ ? warp_training_plan_ : tile_training_plan_;

@@ -34,6 +34,23 @@ struct MlpShape {
     Activation output_act = Activation::None;
 };
 
+constexpr uint32_t round_up16(uint32_t x) { return (x + 15u) / 16u * 16u; }
+
+// The shape of n_in -> n_hidden x width -> n_out, inputs and outputs padded.
+inline MlpShape mlp_shape(uint32_t n_in, uint32_t width, uint32_t n_hidden, uint32_t n_out,
+                          Activation hidden_act = Activation::ReLU, Activation output_act = Activation::None) {
+    MlpShape s;
+    s.n_in = n_in;
+    s.n_in_pad = round_up16(n_in);
+    s.width = width;
+    s.n_hidden = n_hidden;
+    s.n_out = n_out;
+    s.n_out_pad = round_up16(n_out);
+    s.hidden_act = hidden_act;
+    s.output_act = output_act;
+    return s;
+}
+
 // Real (unpadded) fan-in / fan-out of weight matrix l (0..D).
 FUSEDNGP_HD uint32_t fan_in(const MlpShape& s, uint32_t l) { return l == 0 ? s.n_in : s.width; }
 FUSEDNGP_HD uint32_t fan_out(const MlpShape& s, uint32_t l) { return l == s.n_hidden ? s.n_out : s.width; }

@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,33 +26,6 @@ inline bool have_gpu() {
 
 #define SKIP_WITHOUT_GPU() \
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
-
-// Sets an environment variable for a scope and puts back what was there
-// (the kernel-choice knobs, e.g. FUSEDNGP_WGMMA_TRAIN, are read per FusedMlp).
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        const char* old = std::getenv(name);
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        if (value != nullptr)
-            ::setenv(name, value, 1);
-        else
-            ::unsetenv(name);
-    }
-    ~ScopedEnv() {
-        if (had_)
-            ::setenv(name_.c_str(), old_.c_str(), 1);
-        else
-            ::unsetenv(name_.c_str());
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    std::string name_, old_;
-    bool had_ = false;
-};
 
 inline double round_to_half(double x) { return (double)__half2float(__float2half_rn((float)x)); }
 

@@ -15,6 +15,7 @@
 
 #include "../cli_runner.h"
 #include "same_bits.h"
+#include "scoped_env.h"
 
 #include <gtest/gtest.h>
 
@@ -493,9 +494,11 @@ TEST(CudaBackend, FusedStepWhereNetworkAndLossAllow) {
     json cublas = fused_step_config("RelativeL2");
     cublas["network"]["otype"] = "CublasMLP";
     EXPECT_FALSE(CudaBackend(cublas, data, 1).fused_step_active());
-    ::setenv("FUSEDNGP_UNFUSED_STEP", "1", 1);
-    const bool with_env = CudaBackend(fused_step_config("L2"), data, 1).fused_step_active();
-    ::unsetenv("FUSEDNGP_UNFUSED_STEP");
+    bool with_env = true;
+    {
+        test::ScopedEnv unfused("FUSEDNGP_UNFUSED_STEP", "1");
+        with_env = CudaBackend(fused_step_config("L2"), data, 1).fused_step_active();
+    }
     EXPECT_FALSE(with_env);
 }
 
@@ -805,12 +808,9 @@ TEST(CudaBackend, WithoutConditionalGraphTrainsOnPlainLaunches) {
     REQUIRE_DEVICE();
     const Image image = astronaut_crop(128);
     ImageTrainingData data(image);
-    struct Unset {
-        ~Unset() { ::unsetenv("FUSEDNGP_NO_CONDITIONAL_GRAPH"); }
-    } unset;
-    ASSERT_EQ(::setenv("FUSEDNGP_NO_CONDITIONAL_GRAPH", "1", 1), 0);
+    test::ScopedEnv no_conditional("FUSEDNGP_NO_CONDITIONAL_GRAPH", "1");
     CudaBackend plain(image_fit_config(), data, 5);
-    ::unsetenv("FUSEDNGP_NO_CONDITIONAL_GRAPH");
+    ASSERT_TRUE(no_conditional.set(nullptr));
     CudaBackend graph(image_fit_config(), data, 5);
     EXPECT_FALSE(plain.exact_skip());
     EXPECT_TRUE(plain.update_graph_nodes().empty());

@@ -8,6 +8,7 @@
 #include "gpu/fused_mlp.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
+#include "scoped_env.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -522,7 +523,7 @@ TEST(FusedMlp, DeterministicAndGraphCapturable) {
     {
         // The warp / tile choice by batch: with the wgmma kernel off, which
         // takes W = 64 at every batch on a compute capability 9.0 device.
-        ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
+        test::ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
         for (uint32_t w : {64u, 16u, 32u}) {
             check_deterministic(w, 300000, "warp");
             check_deterministic(w, 20000, "tile");
@@ -1047,7 +1048,7 @@ INSTANTIATE_TEST_SUITE_P(WarpTraining, FusedMlpWarpTrainVsTile, ::testing::Value
 // covers its choice; at W = 64 and 128 it is the default on a cc 9.0 device).
 TEST(FusedMlp, TrainingKernelChoice) {
     SKIP_WITHOUT_GPU();
-    ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
+    test::ScopedEnv no_wgmma("FUSEDNGP_WGMMA_TRAIN", "0");
     auto make = [](uint32_t n_in, uint32_t w, uint32_t depth, FusedMlpTuning t = {}) {
         return FusedMlp(FusedMlpConfig{n_in, 16, w, depth, Activation::ReLU, Activation::None}, t);
     };

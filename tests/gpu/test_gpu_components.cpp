@@ -21,6 +21,7 @@
 #include "losses/factory.h"
 #include "optimizers/factory.h"
 #include "same_bits.h"
+#include "scoped_env.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -745,21 +746,19 @@ TEST_F(GpuTest, GridKernelOptionsAreValidated) {
 
 // FUSEDNGP_GRID_KERNELS overrides the options (a benchmarking knob).
 TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
-    struct Unset {
-        ~Unset() { unsetenv("FUSEDNGP_GRID_KERNELS"); }
-    } unset_at_exit;
-    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_smem_bytes=0,forward_level_group=2", 1), 0);
+    test::ScopedEnv env("FUSEDNGP_GRID_KERNELS", nullptr);
+    ASSERT_TRUE(env.set("gradient_smem_bytes=0,forward_level_group=2"));
     GpuEncodingPair enc = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_EQ(as_grid(*enc.gpu).gradient_smem_bytes(), 0u);
-    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate_shared=1", 1), 0);
+    ASSERT_TRUE(env.set("gradient_warp_aggregate_shared=1"));
     GpuEncodingPair aggregated = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate_shared);
     // The global-level aggregation's key is gone (removed in session 7): unknown now.
-    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "gradient_warp_aggregate=1", 1), 0);
+    ASSERT_TRUE(env.set("gradient_warp_aggregate=1"));
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
-    ASSERT_EQ(setenv("FUSEDNGP_GRID_KERNELS", "no_such_knob=1", 1), 0);
+    ASSERT_TRUE(env.set("no_such_knob=1"));
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
-    unsetenv("FUSEDNGP_GRID_KERNELS");
+    ASSERT_TRUE(env.set(nullptr));
     GpuEncodingPair defaults = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_GT(as_grid(*defaults.gpu).gradient_smem_bytes(), 0u);
 }

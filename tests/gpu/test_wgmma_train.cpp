@@ -11,6 +11,7 @@
 #include "gpu/fused_mlp.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
+#include "scoped_env.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -232,7 +233,7 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
 // On by default; FUSEDNGP_WGMMA_TRAIN=0 or a tuning that forces another
 // training kernel turns it off, tuning.wgmma_train forces it. Host logic only.
 TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
-    ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
+    test::ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
     FusedMlpTuning t;
     EXPECT_TRUE(wgmma_train_requested(t));
     FusedMlpTuning tile = t, warp = t;
@@ -241,11 +242,11 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     EXPECT_FALSE(wgmma_train_requested(tile));
     EXPECT_FALSE(wgmma_train_requested(warp));
     {
-        ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
+        test::ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
         EXPECT_TRUE(wgmma_train_requested(t));
         EXPECT_FALSE(wgmma_train_requested(tile));
     }
-    ScopedEnv off("FUSEDNGP_WGMMA_TRAIN", "0");
+    test::ScopedEnv off("FUSEDNGP_WGMMA_TRAIN", "0");
     EXPECT_FALSE(wgmma_train_requested(t));
     t.wgmma_train = true;
     EXPECT_TRUE(wgmma_train_requested(t));

@@ -11,6 +11,7 @@
 // hardware reads the layouts as we do (the probe's `check` on the H200), the
 // asynchronous protocol, or speed.
 #include "fused_mlp_wgmma_device.cuh"
+#include "gpu/mlp_fragment_slots.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
 
@@ -263,31 +264,23 @@ void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, double& l
 
 // ---- The host side: fragment buffers, the call, the reduce --------------------------------
 
-// convert_weights_kernel's fragment order (kernels/fused_mlp_common.cu) on the host.
+// The fp16 fragment buffers convert_weights_kernel (kernels/fused_mlp_common.cu)
+// makes from the master weights: each weight's two slots from
+// mlp_fragment_slots (its inverse, held to it by tests/test_mlp_fragment_slots.cpp),
+// zero in the padding.
 void convert_weights(const std::vector<float>& master, const MlpShape& s, std::vector<uint2>& fwd,
                      std::vector<uint2>& bwd) {
     fwd.assign(n_params_padded(s) / 4, make_uint2(0, 0));
     bwd = fwd;
-    auto weight = [&](uint32_t l, uint32_t out, uint32_t in) {
-        if (out >= fan_out(s, l) || in >= fan_in(s, l)) return 0.f;
-        return master[param_offset(s, l) + (size_t)out * fan_in(s, l) + in];
-    };
-    auto pair = [](float lo, float hi) { return pack_half2(lo, hi); };
-    for (uint32_t l = 0; l <= s.n_hidden; ++l) {
-        const uint32_t fi = fan_in_pad(s, l), fo = fan_out_pad(s, l);
-        for (size_t local = 0; local < (size_t)fi * fo / 4; ++local) {
-            const uint32_t lane = uint32_t(local % 32), t = uint32_t(local / 32);
-            {
-                const uint32_t kt_count = fi / 16, n = (t / kt_count) * 8 + lane / 4, k0 = (t % kt_count) * 16 + 2 * (lane % 4);
-                fwd[frag_offset(s, l) + local] = make_uint2(pair(weight(l, n, k0), weight(l, n, k0 + 1)),
-                                                            pair(weight(l, n, k0 + 8), weight(l, n, k0 + 9)));
-            }
-            {
-                const uint32_t kt_count = fo / 16, n = (t / kt_count) * 8 + lane / 4, k0 = (t % kt_count) * 16 + 2 * (lane % 4);
-                bwd[frag_offset(s, l) + local] = make_uint2(pair(weight(l, k0, n), weight(l, k0 + 1, n)),
-                                                            pair(weight(l, k0 + 8, n), weight(l, k0 + 9, n)));
-            }
-        }
+    uint16_t* fwd_halves = reinterpret_cast<uint16_t*>(fwd.data());
+    uint16_t* bwd_halves = reinterpret_cast<uint16_t*>(bwd.data());
+    for (size_t p = 0; p < master.size(); ++p) {
+        const __half half = __float2half_rn(master[p]);
+        uint16_t h = 0;
+        std::memcpy(&h, &half, sizeof(h));
+        const MlpFragmentSlots slots = mlp_fragment_slots(s, p);
+        fwd_halves[slots.fwd] = h;
+        bwd_halves[slots.bwd] = h;
     }
 }
 
@@ -312,13 +305,7 @@ void check_emulated(const EmuCase& c) {
         reference::forward(d, params.data(), inputs.x.data() + (size_t)row * c.n_in, target.data() + (size_t)row * c.n_out, z);
     }
 
-    MlpShape s;
-    s.n_in = c.n_in;
-    s.n_in_pad = round_up16(c.n_in);
-    s.width = c.width;
-    s.n_hidden = c.depth;
-    s.n_out = c.n_out;
-    s.n_out_pad = round_up16(c.n_out);
+    const MlpShape s = mlp_shape(c.n_in, c.width, c.depth, c.n_out);
     std::vector<uint2> fwd, bwd;
     convert_weights(to_float(params), s, fwd, bwd);
     const std::vector<float> in = to_float(inputs.x), tgt = to_float(target);
