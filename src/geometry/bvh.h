@@ -1,0 +1,52 @@
+// TriangleBvh: a bounding volume hierarchy over a mesh's triangles, built on
+// the host and flattened into two arrays that the same traversal code walks
+// on the CPU and on the GPU (geometry/bvh_queries.h). See docs/SDF.md.
+#pragma once
+
+#include "geometry/triangle_mesh.h"
+#include "geometry/vec3.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace fusedngp {
+
+// 32 bytes. Inner node: count == 0, children at `first` and `first + 1`.
+// Leaf: triangles [first, first + count) of TriangleBvh::triangles.
+struct BvhNode {
+    Vec3 lo;
+    uint32_t first = 0;
+    Vec3 hi;
+    uint32_t count = 0;
+};
+
+struct BvhTriangle {
+    Vec3 a, b, c;
+};
+
+struct TriangleBvh {
+    std::vector<BvhNode> nodes;            // nodes[0] is the root
+    std::vector<BvhTriangle> triangles;    // in leaf order
+    std::vector<uint32_t> triangle_ids;    // the mesh's index of each leaf-order triangle
+    uint32_t depth = 0;                    // longest root-to-leaf path (traversal stacks need < kBvhMaxStack)
+};
+
+constexpr uint32_t kBvhMaxStack = 64;
+
+// Throws InputError when the mesh has no triangles or the tree would be
+// deeper than the traversal stack allows.
+TriangleBvh build_triangle_bvh(const TriangleMesh& mesh, uint32_t max_leaf_size = 4);
+
+// Raw pointers into a TriangleBvh's arrays (host or device memory).
+struct BvhView {
+    const BvhNode* nodes = nullptr;
+    const BvhTriangle* triangles = nullptr;
+    uint32_t n_nodes = 0;
+    uint32_t n_triangles = 0;
+};
+
+inline BvhView host_view(const TriangleBvh& bvh) {
+    return BvhView{bvh.nodes.data(), bvh.triangles.data(), (uint32_t)bvh.nodes.size(), (uint32_t)bvh.triangles.size()};
+}
+
+} // namespace fusedngp

@@ -1,0 +1,58 @@
+// Vec3: a plain 3-float vector for geometry shared by host and device code.
+// The same inline functions run in the CPU reference and in CUDA kernels, so
+// a query's math is written once (the kernels' CPU twin is the plain loop
+// that calls these on the host).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define FUSEDNGP_HD __host__ __device__ inline
+#else
+#define FUSEDNGP_HD inline
+#endif
+
+namespace fusedngp {
+
+struct Vec3 {
+    float x = 0, y = 0, z = 0;
+    FUSEDNGP_HD Vec3() = default;
+    FUSEDNGP_HD Vec3(float x_, float y_, float z_) : x(x_), y(y_), z(z_) {}
+    FUSEDNGP_HD float operator[](int i) const { return i == 0 ? x : (i == 1 ? y : z); }
+    FUSEDNGP_HD float& operator[](int i) { return i == 0 ? x : (i == 1 ? y : z); }
+};
+
+FUSEDNGP_HD Vec3 operator+(Vec3 a, Vec3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+FUSEDNGP_HD Vec3 operator-(Vec3 a, Vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+FUSEDNGP_HD Vec3 operator-(Vec3 a) { return {-a.x, -a.y, -a.z}; }
+FUSEDNGP_HD Vec3 operator*(Vec3 a, float s) { return {a.x * s, a.y * s, a.z * s}; }
+FUSEDNGP_HD Vec3 operator*(float s, Vec3 a) { return {a.x * s, a.y * s, a.z * s}; }
+FUSEDNGP_HD Vec3 operator/(Vec3 a, float s) { return {a.x / s, a.y / s, a.z / s}; }
+FUSEDNGP_HD Vec3& operator+=(Vec3& a, Vec3 b) { a = a + b; return a; }
+FUSEDNGP_HD Vec3& operator-=(Vec3& a, Vec3 b) { a = a - b; return a; }
+FUSEDNGP_HD Vec3& operator*=(Vec3& a, float s) { a = a * s; return a; }
+FUSEDNGP_HD Vec3 mul(Vec3 a, Vec3 b) { return {a.x * b.x, a.y * b.y, a.z * b.z}; }
+FUSEDNGP_HD float dot(Vec3 a, Vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+FUSEDNGP_HD Vec3 cross(Vec3 a, Vec3 b) { return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; }
+FUSEDNGP_HD float length_squared(Vec3 a) { return dot(a, a); }
+FUSEDNGP_HD float length(Vec3 a) { return sqrtf(dot(a, a)); }
+FUSEDNGP_HD Vec3 normalize(Vec3 a) {
+    float l = length(a);
+    return l > 0 ? a / l : Vec3{0, 0, 0};
+}
+FUSEDNGP_HD Vec3 min(Vec3 a, Vec3 b) { return {fminf(a.x, b.x), fminf(a.y, b.y), fminf(a.z, b.z)}; }
+FUSEDNGP_HD Vec3 max(Vec3 a, Vec3 b) { return {fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z)}; }
+
+// Axis-aligned box. An empty box has lo > hi.
+struct Box3 {
+    Vec3 lo{1e30f, 1e30f, 1e30f};
+    Vec3 hi{-1e30f, -1e30f, -1e30f};
+    FUSEDNGP_HD void extend(Vec3 p) { lo = min(lo, p); hi = max(hi, p); }
+    FUSEDNGP_HD void extend(const Box3& b) { lo = min(lo, b.lo); hi = max(hi, b.hi); }
+    FUSEDNGP_HD Vec3 center() const { return (lo + hi) * 0.5f; }
+    FUSEDNGP_HD Vec3 extent() const { return hi - lo; }
+    FUSEDNGP_HD bool empty() const { return lo.x > hi.x || lo.y > hi.y || lo.z > hi.z; }
+};
+
+} // namespace fusedngp
