@@ -17,7 +17,7 @@ namespace fusedngp {
 
 struct Vec3 {
     float x = 0, y = 0, z = 0;
-    FUSEDNGP_HD Vec3() = default;
+    Vec3() = default;
     FUSEDNGP_HD Vec3(float x_, float y_, float z_) : x(x_), y(y_), z(z_) {}
     FUSEDNGP_HD float operator[](int i) const { return i == 0 ? x : (i == 1 ? y : z); }
     FUSEDNGP_HD float& operator[](int i) { return i == 0 ? x : (i == 1 ? y : z); }
