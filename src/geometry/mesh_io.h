@@ -8,7 +8,8 @@
 // Formats, chosen by the file's extension (case-insensitive):
 //   .obj  text; `v x y z [r g b]` and `f` with polygons (fan-triangulated),
 //         corner forms i, i/t, i//n, i/t/n and negative (relative) indices;
-//         every other statement is ignored.
+//         every other statement is ignored (so are `vn` normals: OBJ
+//         gives them per face corner, not per vertex).
 //   .ply  ascii, binary_little_endian or binary_big_endian; vertex x, y, z of
 //         any numeric type (nx ny nz and red green blue are kept when present),
 //         face list `vertex_indices` or `vertex_index`; other elements and
