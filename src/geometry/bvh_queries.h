@@ -203,11 +203,11 @@ FUSEDNGP_HD int ray_triangle_crossing(const WatertightRay& r, const BvhTriangle&
     return det < 0 ? 1 : -1;
 }
 
-// Whether the ray from `origin` along `dir` (t >= 0) meets box [lo, hi].
-// inv_dir has no zeros' infinities turned into NaN: callers pass finite
-// reciprocals. The far distance is widened by a few ulps (Pharr, Jakob and
-// Humphreys, PBRT 3rd ed., 3.9.2) so rounding never drops a box that a
-// triangle on its face makes just touch the ray.
+// Whether the ray from `origin` with reciprocal direction inv_dir (finite:
+// see bvh_ray_winding) meets box [lo, hi] at some t >= 0. The far distance is
+// widened by a few ulps (Pharr, Jakob and Humphreys, PBRT 3rd ed., 3.9.2), so
+// rounding never drops the box of a triangle that the ray just touches, such
+// as a flat box around an axis-aligned face.
 FUSEDNGP_HD bool ray_hits_box(Vec3 origin, Vec3 inv_dir, Vec3 lo, Vec3 hi) {
     float t_near = 0.f, t_far = INFINITY;
     for (int k = 0; k < 3; ++k) {
