@@ -1,9 +1,12 @@
 // The GPU sphere tracer against its CPU twin: the analytic sphere on the
 // device (gpu::device_sphere_sdf) against the host sphere_sdf rendered by
 // render_sdf, every mode, two sizes through one renderer (buffer resize).
-// Pixels may differ only where the ray grazes the silhouette (there a
-// float-rounding difference may flip hit and miss), and those stay under 1 %.
-// Skips without a device.
+// Pixels may differ by more than 2/255 only where the ray grazes the
+// silhouette (there a float-rounding difference, e.g. the GPU's fused
+// multiply-adds, may flip hit and miss), and those stay under 1 %. The one
+// exception is cost mode, where the same rounding can move a ray's last
+// |sdf| < hit_epsilon test by one step: up to 0.1 % of the pixels may differ
+// there by one step of the ramp. Skips without a device.
 #include "gpu/components/device_buffer.h"
 #include "gpu/geometry/analytic_fields.h"
 #include "gpu/render/sdf_render_device.h"
@@ -51,8 +54,10 @@ protected:
     cudaStream_t stream_ = nullptr;
 };
 
+constexpr float kTolerance = 2.f / 255.f;
+
 struct Difference {
-    uint32_t differing = 0;          // pixels with a channel off by more than 2/255
+    uint32_t differing = 0;          // pixels with a channel off by more than kTolerance
     uint32_t off_silhouette = 0;     // of those, pixels not grazing the silhouette
     float worst_off_silhouette = 0;  // largest channel difference there
 };
@@ -62,7 +67,7 @@ Difference compare(const Image& gpu, const Image& cpu, const Camera& camera) {
     for (uint32_t i = 0; i < (uint32_t)cpu.pixel_count(); ++i) {
         float worst = 0;
         for (int c = 0; c < 3; ++c) worst = std::fmax(worst, std::fabs(gpu.pixels[3 * i + c] - cpu.pixels[3 * i + c]));
-        if (!(worst <= 2.f / 255.f)) {  // NaN counts as differing
+        if (!(worst <= kTolerance)) {  // NaN counts as differing
             ++d.differing;
             const Ray r = camera_ray(camera, (float)(i % cpu.width) + 0.5f, (float)(i / cpu.width) + 0.5f);
             if (!test::near_silhouette(test::analytic_sphere_hit(r))) {
@@ -92,7 +97,13 @@ TEST_F(SdfRenderGpu, MatchesCpuInEveryModeAcrossSizes) {
             ASSERT_EQ(gpu.channels, 3);
             EXPECT_EQ(gpu.color_space, ColorSpace::Srgb);
             const Difference d = compare(gpu, cpu, camera);
-            EXPECT_EQ(d.off_silhouette, 0u) << "worst difference off the silhouette " << d.worst_off_silhouette;
+            if (mode == SdfRenderMode::Cost) {
+                // cost_ramp's slope is 2 per unit, one step is 1 / max_steps.
+                EXPECT_LE(d.off_silhouette, cpu.pixel_count() / 1000);
+                EXPECT_LE(d.worst_off_silhouette, 2.f / (float)settings.max_steps + kTolerance);
+            } else {
+                EXPECT_EQ(d.off_silhouette, 0u) << "worst difference off the silhouette " << d.worst_off_silhouette;
+            }
             EXPECT_LT(d.differing, cpu.pixel_count() / 100) << d.differing << " differing pixels";
             const SdfRenderStats& g = renderer.last_stats();
             EXPECT_NEAR((double)g.hit_pixels, (double)cpu_stats.hit_pixels, 0.01 * (double)cpu.pixel_count());
