@@ -203,5 +203,32 @@ TEST(MarchingCubes, KuhnTetrahedraTileTheCell) {
     EXPECT_EQ(volume6_sum, 6);
 }
 
+TEST(MarchingCubes, CellCountsMatchTheTrianglesWritten) {
+    // The GPU sizes its output from cell_triangle_count and point masks, then
+    // writes with cell_triangles / point_vertices: over every inside/outside
+    // pattern of one cell the two must agree, and the ids must be in range.
+    std::vector<float> values(2 * 2 * 2);
+    for (uint32_t pattern = 0; pattern < 256; ++pattern) {
+        for (uint32_t c = 0; c < 8; ++c) values[c] = (pattern >> c) & 1u ? -1.f : 1.f;
+        const iso::SlabValues s{values.data(), 1, 0, 1, {0, 0, 0}, {1, 1, 1}, 0.f};
+        std::vector<uint8_t> masks(8);
+        std::vector<uint32_t> offsets(9, 0);
+        for (uint32_t p = 0; p < 8; ++p) {
+            masks[p] = (uint8_t)iso::point_edge_mask(s, p & 1u, (p >> 1) & 1u, p >> 2);
+            offsets[p + 1] = offsets[p] + iso::popcount8(masks[p]);
+            Vec3 positions[7], normals[7];
+            iso::point_vertices(s, p & 1u, (p >> 1) & 1u, p >> 2, masks[p], positions, normals);
+            for (uint32_t v = 0; v < iso::popcount8(masks[p]); ++v) EXPECT_NEAR(length(normals[v]), 1.f, 1e-6f);
+        }
+        const iso::VertexIds ids{masks.data(), offsets.data(), 0, 0};
+        iso::Triangle out[12];
+        const uint32_t written = iso::cell_triangles(s, ids, 0, 0, 0, out);
+        EXPECT_EQ(written, iso::cell_triangle_count(s, 0, 0, 0)) << "pattern " << pattern;
+        for (uint32_t t = 0; t < written; ++t) {
+            for (uint32_t v : out[t].v) EXPECT_LT(v, offsets[8]) << "pattern " << pattern;
+        }
+    }
+}
+
 } // namespace
 } // namespace fusedngp
