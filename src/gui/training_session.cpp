@@ -54,6 +54,10 @@ double now_ms() {
 
 } // namespace
 
+std::string function_kept_text(const ChangeRecord& change) {
+    return change.function_kept ? "function kept" : "function not kept: " + change.why_not;
+}
+
 TrainingSession::TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size,
                                  uint64_t seed)
     : backend_name_(std::move(backend_name)), seed_(seed), batch_size_(batch_size) {
@@ -149,6 +153,7 @@ void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique
     ++generation_;
     device_step_quota_ = -1;  // unpaced until the new backend's first render
     device_steps_per_frame_ = -1;
+    device_steps_ran_.reset();
     render_floor_ms_ = 1e9;
     if (!renders_on_device()) {
         display_model_ = std::make_unique<Model<float>>(2, (uint32_t)data_->n_output_dims(), config_, 0);
@@ -264,6 +269,7 @@ void TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_u
     {
         auto lock = pause_worker();
         if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+        device_steps_ran_.record(total_steps_);  // pause_worker() folded in every step so far
         if (threaded_ && !lockstep_) pace_device_steps(ms_since(start));
     }
     worker_wake_.notify_all();
@@ -364,21 +370,22 @@ void TrainingSession::reset() {
     total_steps_ = 0;
 }
 
-void TrainingSession::rebuild(const json& new_config, bool carry) {
+TransferReport TrainingSession::rebuild(const json& new_config, bool carry) {
     json full = config_with_defaults(new_config);
     // A different seed per rebuild: the new sampler does not replay the first batches.
     auto fresh = create_backend(backend_name_, full, *data_, seed_ + generation_);
-    size_t carried = 0;
+    TransferReport report;
+    report.why_not = "weights not carried";
     if (carry) {
         std::vector<float> old_params = backend_->save_state().params;
         std::vector<NamedTensor> old_tensors = backend_->named_tensors();
         std::vector<float> params = fresh->save_state().params;
-        ParamSource source{config_["encoding"], old_tensors, old_params};
-        carried = transfer_params(source, full["encoding"], fresh->named_tensors(), params, new_inputs).copied;
+        ParamSource source{config_, old_tensors, old_params};
+        report = transfer_params(source, full, fresh->named_tensors(), params, new_inputs);
         fresh->set_params(params);
     }
     adopt(nullptr, std::move(fresh), full);
-    if (!changes_.empty()) changes_.back().params_carried = carried;
+    return report;
 }
 
 void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
@@ -414,15 +421,11 @@ void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
     case ChangeEffect::Rebuild: {
         json next = config_;
         apply_config_change(next, change);
-        changes_.push_back(record);
-        try {
-            rebuild(next, carry_weights);
-        } catch (...) {
-            changes_.pop_back();
-            throw;
-        }
-        awaiting_loss_after_ = true;
-        return;
+        const TransferReport carried = rebuild(next, carry_weights);  // throws: the current model stays
+        record.params_carried = carried.copied;
+        record.function_kept = carried.function_preserved;
+        record.why_not = carried.why_not;
+        break;
     }
     }
     changes_.push_back(record);
