@@ -389,6 +389,7 @@ void add_bench_command(CLI::App& app) {
     mlp->add_option("--fused-blocks-per-sm", o->fused_blocks_per_sm, "at most this many resident fused blocks per SM");
     mlp->add_option("--variant", o->variant, "name of the restriction in the CSV's variant column (default: the caps)");
     mlp->callback([o]() { run_bench_mlp(*o); });
+    add_bench_sdf_command(bench);
 }
 
 } // namespace fusedngp

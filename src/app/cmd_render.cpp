@@ -1,10 +1,14 @@
 // `fusedngp render`: render a trained model (snapshot or exported weights)
-// to an image at any resolution. PNG is 8-bit sRGB, EXR is float linear.
+// to an image at any resolution (SDF models: sphere-traced from a camera).
+// PNG is 8-bit sRGB, EXR is float linear.
 #include "app/commands.h"
 
 #include "app/output_dir.h"
 #include "core/errors.h"
+#include "app/sdf_model_file.h"
+#include "engine/sdf_backend_tools.h"
 #include "modes/image_mode.h"
+#include "render/camera_io.h"
 #include "persist/model_file.h"
 
 #include <algorithm>
@@ -21,6 +25,11 @@ struct RenderOptions {
     std::string out;
     int width = 0;
     int height = 0;
+    // sdf mode
+    std::string camera;
+    std::string camera_file;
+    std::string render_mode = "shade";
+    std::string backend;
 };
 
 std::string lower_extension(const std::string& path) {
@@ -29,11 +38,34 @@ std::string lower_extension(const std::string& path) {
     return ext;
 }
 
+// SDF: sphere tracing from a camera (the GPU when there is one).
+void render_sdf_model_file(const RenderOptions& o, const TrainedModel& t) {
+    if (!o.camera.empty() && !o.camera_file.empty()) throw InputError("give --camera or --camera-file, not both");
+    const SdfRenderMode mode = parse_sdf_render_mode(o.render_mode);
+    uint32_t w = o.width ? (uint32_t)o.width : 800, h = o.height ? (uint32_t)o.height : 600;
+    if (o.width && !o.height) h = std::max(1u, (uint32_t)(w * 3 / 4));
+    Camera camera;
+    if (!o.camera_file.empty()) {
+        camera = load_camera_file(o.camera_file, w, h);
+    } else {
+        camera.pose = parse_camera_spec(o.camera.empty() ? "orbit:30,20,2.2" : o.camera);
+        camera.intrinsics = intrinsics_from_fov(w, h, 45.f);
+    }
+    OpenedSdfModel m = sdf_model_from(t, o.input, o.backend);
+    prepare_output_file(o.out);
+    Image img = render_sdf_model(*m.backend, camera, mode);
+    if (lower_extension(o.out) == ".png") save_png(img, o.out);
+    else save_exr(img, o.out);
+    std::printf("rendered %ux%u (%s, %s) from %s -> %s\n", camera.intrinsics.width, camera.intrinsics.height,
+                to_string(mode), m.backend->name().c_str(), o.input.c_str(), o.out.c_str());
+}
+
 void run_render(const RenderOptions& o) {
     std::string ext = lower_extension(o.out);
     if (ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
     if (o.width < 0 || o.height < 0) throw InputError("--width and --height must be positive");
     TrainedModel t = open_trained_model(o.input);
+    if (t.desc.mode == "sdf") return render_sdf_model_file(o, t);
     if (t.desc.mode != "image") throw InputError(o.input + ": rendering mode \"" + t.desc.mode + "\" is not supported yet");
     Image shape = blank_image_from_info(t.desc.mode_info, o.input);
     int w = o.width ? o.width : shape.width;
@@ -54,11 +86,15 @@ void run_render(const RenderOptions& o) {
 
 void add_render_command(CLI::App& app) {
     auto o = std::make_shared<RenderOptions>();
-    CLI::App* cmd = app.add_subcommand("render", "Render a snapshot or exported weights to an image (.png or .exr)");
+    CLI::App* cmd = app.add_subcommand("render", "Render a snapshot or exported weights to an image (.png or .exr); SDF models are sphere-traced from a camera");
     cmd->add_option("model", o->input, "snapshot (from train) or weights (from export)")->required();
     cmd->add_option("--out", o->out, "output image, .png (8-bit sRGB) or .exr (float linear)")->required();
     cmd->add_option("--width", o->width, "width in pixels (default: the training image's; keeps aspect if only one is given)");
     cmd->add_option("--height", o->height, "height in pixels");
+    cmd->add_option("--camera", o->camera, "sdf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (default orbit:30,20,2.2)");
+    cmd->add_option("--camera-file", o->camera_file, "sdf: a camera JSON file (docs/SDF.md)");
+    cmd->add_option("--render-mode", o->render_mode, "sdf: shade, normals, depth, ao or cost")->capture_default_str();
+    cmd->add_option("--backend", o->backend, "sdf: cpu or cuda; default: the best available");
     cmd->callback([o]() { run_render(*o); });
 }
 

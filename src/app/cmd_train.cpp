@@ -6,6 +6,7 @@
 #include "app/interrupt.h"
 #include "app/output_dir.h"
 #include "app/progress.h"
+#include "app/train_options.h"
 #include "backends/backend.h"
 #include "config/unused_fields.h"
 #include "core/errors.h"
@@ -22,37 +23,6 @@
 #include <filesystem>
 
 namespace fusedngp {
-
-namespace {
-
-struct TrainOptions {
-    std::string data;
-    std::string mode;
-    std::string config;
-    std::string backend;
-    uint64_t steps = 0;
-    double seconds = 0;
-    uint32_t batch_size = 1 << 14;
-    uint64_t seed = 1337;
-    std::string out = "out";
-    std::string resume;
-    uint64_t log_every = 100;
-    double eval_every = 10.0;
-    std::string sampling = "stratified";  // image mode: training positions
-    std::string targets = "pixels";       // image mode: training targets
-    std::string sample_order = "tiled";   // image mode: order of the strata within a batch
-};
-
-// --sampling / --targets / --sample-order -> ImageSampling (CLI11 has already checked the names).
-ImageSampling image_sampling(const TrainOptions& o) {
-    ImageSampling s;
-    s.positions = o.sampling == "uniform" ? SamplePositions::Uniform : SamplePositions::Stratified;
-    s.targets = o.targets == "bilinear" ? SampleTargets::Bilinear : SampleTargets::PixelCentres;
-    s.order = o.sample_order == "tiled" ? SampleOrder::Tiled : SampleOrder::Spread;
-    return s;
-}
-
-std::string default_data_path() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
 
 double json_number_or_null(double v) { return std::isfinite(v) ? v : 1e9; }
 
@@ -78,6 +48,21 @@ void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::stri
                          std::to_string(data.n_input_dims()) + " -> " + std::to_string(data.n_output_dims()));
     }
 }
+
+namespace {
+
+
+
+// --sampling / --targets / --sample-order -> ImageSampling (CLI11 has already checked the names).
+ImageSampling image_sampling(const TrainOptions& o) {
+    ImageSampling s;
+    s.positions = o.sampling == "uniform" ? SamplePositions::Uniform : SamplePositions::Stratified;
+    s.targets = o.targets == "bilinear" ? SampleTargets::Bilinear : SampleTargets::PixelCentres;
+    s.order = o.sample_order == "tiled" ? SampleOrder::Tiled : SampleOrder::Spread;
+    return s;
+}
+
+std::string default_data_path() { return std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png"; }
 
 json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome,
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
@@ -109,10 +94,11 @@ json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, co
 int run_train(TrainOptions o) {
     if (o.data.empty()) o.data = default_data_path();
     std::string mode = o.mode.empty() ? infer_mode(o.data) : mode_spec(o.mode).name;
-    if (!mode_spec(mode).implemented) throw InputError("mode \"" + mode + "\" is not implemented yet (image is)");
+    if (!mode_spec(mode).implemented) throw InputError("mode \"" + mode + "\" is not implemented yet (image and sdf are)");
     if (o.backend.empty()) o.backend = available_backends().front();
     if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
     if (o.steps == 0 && o.seconds <= 0) o.steps = 2000;
+    if (mode == "sdf") return run_train_sdf(o);
 
     // Validate everything before training, so bad input leaves no output behind.
     std::unique_ptr<Snapshot> resumed;
@@ -184,8 +170,8 @@ int run_train(TrainOptions o) {
 void add_train_command(CLI::App& app) {
     auto o = std::make_shared<TrainOptions>();
     CLI::App* cmd = app.add_subcommand("train", "Train a model on data; writes snapshot, render and summary.json to --out");
-    cmd->add_option("--data", o->data, "training data (image: PNG/JPEG/BMP/TGA/EXR); default: the bundled data/astronaut.png");
-    cmd->add_option("--mode", o->mode, "image (sdf and nerf are coming); inferred from --data when omitted");
+    cmd->add_option("--data", o->data, "training data (image: PNG/JPEG/BMP/TGA/EXR; sdf: a mesh, .obj .ply .stl .off); default: the bundled data/astronaut.png");
+    cmd->add_option("--mode", o->mode, "image or sdf (nerf is coming); inferred from --data when omitted");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/<mode>.json");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--steps", o->steps, "stop at this total step count (default 2000 when --seconds is not given)");
@@ -211,6 +197,10 @@ void add_train_command(CLI::App& app) {
                     "an 8 x 4 tile of strata, an order the grid gradient aggregates; the faster step on the GPU) "
                     "or spread (a warp's samples far apart; the same samples)")
         ->check(CLI::IsMember({"spread", "tiled"}))
+        ->capture_default_str();
+    cmd->add_option("--mesh-resolution", o->mesh_resolution,
+                    "sdf: also extract mesh.ply by marching cubes at this resolution and report its Chamfer "
+                    "distance to the input (0: no mesh)")
         ->capture_default_str();
     cmd->callback([o]() {
         int rc = run_train(*o);

@@ -12,6 +12,9 @@ void add_render_command(CLI::App& app);
 void add_export_command(CLI::App& app);
 void add_gui_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_mesh_command(CLI::App& app);
+// `bench sdf` under `bench` (app/cmd_bench_sdf.cpp).
+void add_bench_sdf_command(CLI::App* bench);
 
 // Built with the desktop app and a display ($DISPLAY or $WAYLAND_DISPLAY) present?
 bool gui_available();

@@ -1,4 +1,4 @@
-// fusedngp: train neural fields (image, later sdf and nerf) with fully fused MLPs.
+// fusedngp: train neural fields (image and sdf, later nerf) with fully fused MLPs.
 //
 // Exit codes: 0 ok, 2 bad input or usage, 1 internal error. Errors print one
 // line, never a stack dump.
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "fusedngp 0.1.0");
     fusedngp::add_train_command(app);
     fusedngp::add_render_command(app);
+    fusedngp::add_mesh_command(app);
     fusedngp::add_export_command(app);
     fusedngp::add_info_command(app);
     fusedngp::add_gui_command(app);

@@ -35,10 +35,10 @@ std::string ProgressPrinter::format(const TrainProgress& p, double psnr) const {
     std::string steps = std::to_string(p.step);
     if (limits_.max_steps) steps += "/" + std::to_string(limits_.max_steps);
     char psnr_text[32];
-    if (psnr >= 0) std::snprintf(psnr_text, sizeof(psnr_text), "%.2f dB", psnr);
+    if (psnr >= 0) std::snprintf(psnr_text, sizeof(psnr_text), iou_ ? "%.5f" : "%.2f dB", psnr);
     else std::snprintf(psnr_text, sizeof(psnr_text), "--");
-    std::snprintf(buf, sizeof(buf), "step %s  loss %.4e  PSNR %s  %.1f steps/s  elapsed %s  ETA %s", steps.c_str(),
-                  (double)p.loss, psnr_text, rate, format_duration(p.train_seconds).c_str(),
+    std::snprintf(buf, sizeof(buf), "step %s  loss %.4e  %s %s  %.1f steps/s  elapsed %s  ETA %s", steps.c_str(),
+                  (double)p.loss, iou_ ? "IoU" : "PSNR", psnr_text, rate, format_duration(p.train_seconds).c_str(),
                   format_duration(eta).c_str());
     return buf;
 }

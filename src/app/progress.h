@@ -13,7 +13,9 @@ class ProgressPrinter {
 public:
     ProgressPrinter(const TrainLimits& limits, uint64_t start_step, uint64_t log_every, FILE* out = stdout);
 
-    // `psnr` < 0 means not evaluated yet.
+    // The quality readout: PSNR in dB by default; SDF mode shows IoU.
+    void set_quality_readout(bool iou) { iou_ = iou; }
+    // `psnr` (the quality value) < 0 means not evaluated yet.
     void update(const TrainProgress& p, double psnr);
     void finish(const TrainProgress& p, double psnr);
 
@@ -27,6 +29,7 @@ private:
     bool tty_;
     std::chrono::steady_clock::time_point last_draw_;
     bool drawn_ = false;
+    bool iou_ = false;
 };
 
 } // namespace fusedngp

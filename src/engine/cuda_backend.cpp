@@ -215,7 +215,10 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
         if (image_data_) {
             image_pixels_.resize(image_data_->image().pixels.size());
             image_pixels_.upload(image_data_->image().pixels);
+        } else {
+            device_sampler_ = make_device_sampler(data_);
         }
+        FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming));
         set_loss_scale(scaling_.initial);
         // The gradient starts at zero (above), as the sparse path needs.
         sparse_encoding_updates_ = request_sparse_encoding_updates(true);
@@ -234,6 +237,7 @@ CudaBackend::~CudaBackend() {
     for (auto& e : timing_events_) {
         if (e) cudaEventDestroy(e);
     }
+    if (join_event_) cudaEventDestroy(join_event_);
     if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -492,6 +496,8 @@ float CudaBackend::train_step(uint32_t batch_size) {
         gpu::DeviceImage d_image{image_pixels_.data(), image.width, image.height, image.channels};
         gpu::launch_sample_image(d_image, image_data_->sampling(), seed_, step_, batch_size, inputs_.data(),
                                  targets_.data(), stream_);
+    } else if (device_sampler_) {
+        device_sampler_->sample(seed_, step_, batch_size, inputs_.data(), targets_.data(), stream_);
     } else {
         // Any other data: sample on the host like the CPU backend, then upload.
         Matrix<float> in, target;
@@ -697,6 +703,55 @@ void CudaBackend::render_rgba(float* d_rgba, uint32_t width, uint32_t height) {
         FUSEDNGP_GPU_CHECK(cudaGetLastError());
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     });
+}
+
+void CudaBackend::begin_device_inference() {
+    if (in_device_inference_) return;
+    synchronize();
+    const float* weights = optimizer_->inference_params(params_.data());
+    if (weights != params_.data()) refresh_component_params(weights);
+    in_device_inference_ = true;
+}
+
+void CudaBackend::end_device_inference() {
+    if (!in_device_inference_) return;
+    const float* weights = optimizer_->inference_params(params_.data());
+    if (weights != params_.data()) refresh_component_params(params_.data());
+    in_device_inference_ = false;
+}
+
+void CudaBackend::inference_device(const float* d_in, uint32_t n, float* d_out, cudaStream_t stream) {
+    if (n == 0) return;
+    const bool bracketed = in_device_inference_;
+    if (!bracketed) begin_device_inference();
+    const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
+    const uint32_t n_enc_out = host_model_.encoding().n_output_dims();
+    if (stream != stream_) {
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(join_event_, stream));
+        FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(stream_, join_event_, 0));
+    }
+    translating_out_of_memory([&] {
+        const uint32_t chunk = std::min(n, kInferenceChunk);
+        if (device_inference_encoded_.size() < (size_t)chunk * n_enc_out) {
+            FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));  // the old scratch may still be read
+            device_inference_encoded_.resize((size_t)kInferenceChunk * n_enc_out);
+        }
+        mlp_->reserve(chunk);
+        for (uint32_t first = 0; first < n; first += chunk) {
+            const uint32_t m = std::min(chunk, n - first);
+            encoding_->forward(const_rows(d_in + (size_t)first * n_in, n_in),
+                               rows(device_inference_encoded_.data(), n_enc_out), m, stream_);
+            mlp_->inference(device_inference_encoded_.data(), d_out + (size_t)first * n_out, m, stream_);
+        }
+    });
+    if (stream != stream_) {
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(join_event_, stream_));
+        FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(stream, join_event_, 0));
+    }
+    if (!bracketed) {
+        end_device_inference();
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    }
 }
 
 std::vector<float> CudaBackend::params() const {

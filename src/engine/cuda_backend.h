@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "engine/cuda_backend_kernels.h"
+#include "engine/device_sampler.h"
 #include "gpu/components/device_buffer.h"
 #include "gpu/components/gpu_encoding.h"
 #include "gpu/components/gpu_loss.h"
@@ -140,6 +141,20 @@ public:
     // so the caller may unmap the buffer.
     void render_rgba(float* d_rgba, uint32_t width, uint32_t height);
 
+    // Device-side inference for the 3-D modes (sphere tracing, marching
+    // cubes, IoU on the GPU): d_in [n][n_input_dims] -> d_out
+    // [n][n_output_dims], both device memory. Runs on the backend's stream,
+    // ordered after `stream`'s work so far, and `stream` waits for it.
+    // Between begin_device_inference() and end_device_inference() the
+    // components hold the inference parameters (the EMA average), so a
+    // renderer's many small calls pay for that switch once; call no
+    // train_step in between. inference_device outside a bracket opens and
+    // closes one itself.
+    void begin_device_inference();
+    void inference_device(const float* d_in, uint32_t n, float* d_out, cudaStream_t stream);
+    void end_device_inference();
+    cudaStream_t stream() const { return stream_; }
+
 private:
     static constexpr int kInFlight = 4;  // steps the host may run ahead of the GPU
 
@@ -198,6 +213,10 @@ private:
     gpu::DeviceBuffer<StepReadback> readback_;  // this step's loss and overflow flag
     uint32_t batch_capacity_ = 0;
     gpu::DeviceBuffer<float> render_in_, render_encoded_, render_out_;  // render_rgba's chunk scratch
+    gpu::DeviceBuffer<float> device_inference_encoded_;                 // inference_device's chunk scratch
+    bool in_device_inference_ = false;
+    cudaEvent_t join_event_ = nullptr;  // orders inference_device against the caller's stream
+    std::unique_ptr<DeviceSampler> device_sampler_;  // device-side batches (SDF), null: host or image sampling
 
     // Skips the optimizer update on overflow (see exact_skip()).
     cudaGraph_t update_graph_ = nullptr;

@@ -13,7 +13,7 @@ namespace fusedngp {
 const std::vector<ModeSpec>& mode_specs() {
     static const std::vector<ModeSpec> specs = {
         {"image", 2, 3, true},
-        {"sdf", 3, 1, false},
+        {"sdf", 3, 1, true},
         {"nerf", 3, 16, false},  // density network: 3D position -> 16 features (instant-ngp layout)
     };
     return specs;
@@ -35,10 +35,13 @@ std::string infer_mode(const std::string& data_path) {
     for (const char* e : image_exts) {
         if (ext == e) return "image";
     }
-    if (ext == ".obj") return "sdf";
+    static const char* mesh_exts[] = {".obj", ".ply", ".stl", ".off", ".glb", ".gltf"};
+    for (const char* e : mesh_exts) {
+        if (ext == e) return "sdf";
+    }
     if (ext == ".json") return "nerf";
     throw InputError(data_path + ": cannot infer the mode from the file name (expected an image " +
-                     "(.png .jpg .jpeg .bmp .tga .exr .hdr), a mesh (.obj) or a NeRF transforms .json); pass --mode");
+                     "(.png .jpg .jpeg .bmp .tga .exr .hdr), a mesh (.obj .ply .stl .off) or a NeRF transforms .json); pass --mode");
 }
 
 json load_mode_config(const std::string& mode, const std::string& config_path) {
@@ -46,7 +49,7 @@ json load_mode_config(const std::string& mode, const std::string& config_path) {
     json defaults = text ? json::parse(text) : json::object();
     json user = config_path.empty() ? defaults : load_config_file(config_path);
     // Missing sections come from the mode's default first, then the built-in ones.
-    for (const char* section : {"loss", "optimizer", "encoding", "network"}) {
+    for (const char* section : {"loss", "optimizer", "encoding", "network", "sampling"}) {
         if (!user.contains(section) && defaults.contains(section)) user[section] = defaults[section];
     }
     return config_with_defaults(user);

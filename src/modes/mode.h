@@ -1,5 +1,5 @@
 // Modes: what kind of signal a model learns. Each mode is its own unit
-// (image now; sdf and nerf later) that uses the components and a Backend.
+// (image and sdf now; nerf next) that uses the components and a Backend.
 #pragma once
 
 #include "core/json_fields.h"
@@ -20,7 +20,8 @@ const std::vector<ModeSpec>& mode_specs();
 // Throws ConfigError("mode", ...) listing the modes for an unknown name.
 const ModeSpec& mode_spec(const std::string& name);
 
-// Picks the mode from a data path: image extensions -> image, .obj -> sdf,
+// Picks the mode from a data path: image extensions -> image, meshes
+// (.obj .ply .stl .off, and .glb/.gltf, which the mesh loader refuses with a clear error) -> sdf,
 // a directory or .json with transforms -> nerf. Throws InputError if unknown.
 std::string infer_mode(const std::string& data_path);
 

@@ -13,6 +13,7 @@
 #include "core/json_fields.h"
 #include "geometry/mesh_checks.h"
 #include "geometry/sdf_field.h"
+#include "geometry/sdf_metrics.h"
 #include "geometry/sdf_sampling.h"
 #include "geometry/signed_distance.h"
 #include "geometry/surface_sampler.h"
@@ -23,6 +24,12 @@
 #include <vector>
 
 namespace fusedngp {
+
+// The mesh's largest extent in the unit cube. Below 1 (instant-ngp uses 1)
+// so the surface never touches the cube's faces: the field is learned on
+// both sides of it everywhere, marching cubes over the cube closes the mesh,
+// and sphere tracing sees all of it. IoU does not depend on the margin.
+constexpr float kSdfUnitCubeFill = 0.9f;
 
 struct SdfScene {
     std::string path;
@@ -60,6 +67,11 @@ private:
 
 // The sampling settings from a config's "sampling" section (defaults when absent).
 SdfSamplingSettings sdf_sampling_from_config(const json& config);
+
+// Chamfer distance and normal consistency between the input mesh and an
+// extracted one (both in unit-cube coordinates), with the BVHs of both.
+ChamferResult mesh_chamfer(const TriangleMesh& input, const GroundTruthSdf& input_truth, const TriangleMesh& extracted,
+                           const GroundTruthSdf& extracted_truth, uint32_t n_samples, uint64_t seed);
 
 // What snapshots and weight files record about the scene: source, triangle
 // count, the unit-cube transform and the input's bounds.

@@ -1,0 +1,25 @@
+// Opening a trained SDF model (snapshot or exported weights) for `mesh` and
+// `render`: the unit-cube transform back to the input's coordinates and an
+// inference backend (the GPU when there is one, unless --backend says cpu).
+#pragma once
+
+#include "backends/backend.h"
+#include "geometry/triangle_mesh.h"
+#include "persist/model_file.h"
+
+#include <memory>
+#include <string>
+
+namespace fusedngp {
+
+struct OpenedSdfModel {
+    UnitCubeTransform transform;
+    std::unique_ptr<Backend> backend;
+};
+
+// Throws InputError naming the file when it is unreadable or not an SDF model.
+OpenedSdfModel open_sdf_model(const std::string& path, const std::string& backend_name);
+// The same for a model already read from `path`.
+OpenedSdfModel sdf_model_from(const TrainedModel& t, const std::string& path, const std::string& backend_name);
+
+} // namespace fusedngp

@@ -1,0 +1,43 @@
+// `fusedngp train`'s options and the helpers its per-mode paths share.
+#pragma once
+
+#include "backends/training_data.h"
+#include "core/json_fields.h"
+#include "persist/snapshot.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fusedngp {
+
+struct TrainOptions {
+    std::string data;
+    std::string mode;
+    std::string config;
+    std::string backend;
+    uint64_t steps = 0;
+    double seconds = 0;
+    uint32_t batch_size = 1 << 14;
+    uint64_t seed = 1337;
+    std::string out = "out";
+    std::string resume;
+    uint64_t log_every = 100;
+    double eval_every = 10.0;
+    std::string sampling = "stratified";  // image mode: training positions
+    std::string targets = "pixels";       // image mode: training targets
+    std::string sample_order = "tiled";   // image mode: order of the strata within a batch
+    uint32_t mesh_resolution = 0;         // sdf mode: also extract a mesh at the end (0: no)
+};
+
+// The config to train with: the snapshot's when resuming (a --config that
+// differs is an error), else the mode's default or the user's file.
+json resolve_config(const TrainOptions& o, const std::string& mode, const Snapshot* resumed);
+// Throws InputError when a resumed snapshot does not fit the data.
+void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::string& mode, const TrainingData& data);
+// JSON has no infinity: a PSNR of a perfect fit is written as 1e9.
+double json_number_or_null(double v);
+
+// The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
+int run_train_sdf(const TrainOptions& o);
+
+} // namespace fusedngp

@@ -1,0 +1,218 @@
+#include "engine/sdf_backend_tools.h"
+
+#include "backends/training_data.h"
+#include "core/errors.h"
+
+#ifdef FUSEDNGP_HAVE_CUDA
+#include "engine/cuda_backend.h"
+#include "gpu/components/device_buffer.h"
+#include "gpu/geometry/device_bvh.h"
+#include "gpu/geometry/marching_cubes_device.h"
+#include "gpu/geometry/sdf_metrics_device.h"
+#include "gpu/geometry/sdf_sampling_device.h"
+#include "gpu/render/sdf_render_device.h"
+#endif
+
+#include <algorithm>
+
+namespace fusedngp {
+namespace {
+
+// Inference-only backends need data of the right shape and nothing else.
+class ShapeOnlyData : public TrainingData {
+public:
+    ShapeOnlyData(uint32_t n_in, uint32_t n_out) : n_in_(n_in), n_out_(n_out) {}
+    uint32_t n_input_dims() const override { return n_in_; }
+    uint32_t n_output_dims() const override { return n_out_; }
+    void sample(uint32_t, Rng&, Matrix<float>&, Matrix<float>&) const override {
+        throw std::logic_error("an inference-only backend has no training data");
+    }
+
+private:
+    uint32_t n_in_, n_out_;
+};
+
+// The backend keeps a reference to its data: keep both alive together.
+class InferenceBackend : public Backend {
+public:
+    InferenceBackend(std::unique_ptr<ShapeOnlyData> data, std::unique_ptr<Backend> inner)
+        : data_(std::move(data)), inner_(std::move(inner)) {}
+    Backend& inner() { return *inner_; }
+    std::string name() const override { return inner_->name(); }
+    const json& config() const override { return inner_->config(); }
+    float train_step(uint32_t) override { throw std::logic_error("an inference-only backend does not train"); }
+    uint64_t step() const override { return inner_->step(); }
+    void inference(const Matrix<float>& in, Matrix<float>& out) override { inner_->inference(in, out); }
+    size_t n_params() const override { return inner_->n_params(); }
+    size_t n_encoding_params() const override { return inner_->n_encoding_params(); }
+    size_t n_network_params() const override { return inner_->n_network_params(); }
+    std::vector<NamedTensor> named_tensors() const override { return inner_->named_tensors(); }
+    std::vector<float> inference_params() const override { return inner_->inference_params(); }
+    TrainingState save_state() const override { return inner_->save_state(); }
+    void load_state(const TrainingState& s) override { inner_->load_state(s); }
+    void set_params(const std::vector<float>& p) override { inner_->set_params(p); }
+    StepTimings last_timings() const override { return inner_->last_timings(); }
+    double learning_rate() const override { return inner_->learning_rate(); }
+    void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
+
+private:
+    std::unique_ptr<ShapeOnlyData> data_;
+    std::unique_ptr<Backend> inner_;
+};
+
+#ifdef FUSEDNGP_HAVE_CUDA
+CudaBackend* as_cuda(Backend& backend) {
+    if (auto* wrapped = dynamic_cast<InferenceBackend*>(&backend)) return dynamic_cast<CudaBackend*>(&wrapped->inner());
+    return dynamic_cast<CudaBackend*>(&backend);
+}
+
+gpu::DeviceSdfFn device_field(CudaBackend& cuda) {
+    return [&cuda](const float* d_points, uint32_t n, float* d_values, cudaStream_t stream) {
+        cuda.inference_device(d_points, n, d_values, stream);
+    };
+}
+
+// Brackets a run of device inference calls with the inference parameters.
+struct DeviceInferenceScope {
+    explicit DeviceInferenceScope(CudaBackend& c) : cuda(c) { cuda.begin_device_inference(); }
+    ~DeviceInferenceScope() { cuda.end_device_inference(); }
+    CudaBackend& cuda;
+};
+#endif
+
+std::string iou_method(uint64_t n_points, const char* where, uint32_t sign_rays) {
+    return std::to_string(n_points) + " uniform points in the unit cube (" + where +
+           "), inside = value < 0; truth: BVH distance with a " + std::to_string(sign_rays) + "-ray winding vote";
+}
+
+// The truth at the evaluation points never changes: a field that remembers
+// its answers per call (the metrics call it in the same order every time,
+// with the same points; a call with other points is computed afresh).
+class RememberingField {
+public:
+    explicit RememberingField(SdfBatchFn field) : field_(std::move(field)) {}
+    void rewind() { next_ = 0; }
+    SdfBatchFn fn() {
+        return [this](const Matrix<float>& points, Matrix<float>& values) {
+            if (next_ < calls_.size() && calls_[next_].first == points) {
+                values = calls_[next_++].second;
+                return;
+            }
+            field_(points, values);
+            if (next_ < calls_.size()) calls_.resize(next_);
+            calls_.emplace_back(points, values);
+            ++next_;
+        };
+    }
+
+private:
+    SdfBatchFn field_;
+    std::vector<std::pair<Matrix<float>, Matrix<float>>> calls_;
+    size_t next_ = 0;
+};
+
+// Host path: the truth at the fixed points is computed once.
+class HostSdfEvaluator : public SdfEvaluator {
+public:
+    HostSdfEvaluator(const SdfTrainingData& data, uint64_t n_points, uint64_t seed)
+        : data_(data), truth_(data.truth().field()), n_points_(n_points), seed_(seed),
+          method_(iou_method(n_points, "CPU", data.truth().sign_rays())) {}
+
+    SdfQuality evaluate(Backend& backend) override {
+        SdfQuality q;
+        truth_.rewind();
+        q.iou = sdf_iou(host_field(backend), truth_.fn(), n_points_, seed_);
+        q.iou_method = method_;
+        const BandErrorResult band = sdf_band_error(data_.surface(), host_field(backend), truth_.fn(), kBandPoints, seed_);
+        q.mean_abs_error_near_surface = band.mean_abs_error;
+        q.band_points = band.n_points;
+        return q;
+    }
+
+private:
+    static constexpr uint64_t kBandPoints = 1 << 16;
+    const SdfTrainingData& data_;
+    RememberingField truth_;
+    uint64_t n_points_, seed_;
+    std::string method_;
+};
+
+#ifdef FUSEDNGP_HAVE_CUDA
+// Device path: IoU on 2^24 points and the band error, the truth from the BVH on the device.
+class DeviceSdfEvaluator : public SdfEvaluator {
+public:
+    DeviceSdfEvaluator(const SdfTrainingData& data, uint64_t n_points, uint64_t seed)
+        : data_(data), bvh_(data.truth().bvh()), surface_(data.surface()), n_points_(n_points), seed_(seed),
+          method_(iou_method(n_points, "GPU", data.truth().sign_rays())) {}
+
+    SdfQuality evaluate(Backend& backend) override {
+        CudaBackend& cuda = *as_cuda(backend);
+        SdfQuality q;
+        DeviceInferenceScope scope(cuda);
+        const gpu::DeviceSdfFn truth = bvh_.field(data_.truth().sign_rays());
+        q.iou = gpu::device_sdf_iou(device_field(cuda), truth, n_points_, seed_, cuda.stream());
+        q.iou_method = method_;
+        const BandErrorResult band =
+            gpu::device_sdf_band_error(surface_, device_field(cuda), truth, kBandPoints, seed_, cuda.stream());
+        q.mean_abs_error_near_surface = band.mean_abs_error;
+        q.band_points = band.n_points;
+        return q;
+    }
+
+private:
+    static constexpr uint64_t kBandPoints = 1 << 20;
+    const SdfTrainingData& data_;
+    gpu::DeviceBvh bvh_;
+    gpu::DeviceSdfSampler surface_;
+    uint64_t n_points_, seed_;
+    std::string method_;
+};
+#endif
+
+} // namespace
+
+SdfBatchFn host_field(Backend& backend) {
+    return [&backend](const Matrix<float>& points, Matrix<float>& values) { backend.inference(points, values); };
+}
+
+Image render_sdf_model(Backend& backend, const Camera& camera, SdfRenderMode mode, const SphereTraceSettings& settings) {
+#ifdef FUSEDNGP_HAVE_CUDA
+    if (CudaBackend* cuda = as_cuda(backend)) {
+        gpu::DeviceSdfRenderer renderer;
+        DeviceInferenceScope scope(*cuda);
+        return renderer.render_to_image(camera, device_field(*cuda), mode, settings, cuda->stream());
+    }
+#endif
+    return render_sdf(camera, host_field(backend), mode, settings);
+}
+
+TriangleMesh extract_sdf_model_mesh(Backend& backend, const IsosurfaceSettings& settings) {
+#ifdef FUSEDNGP_HAVE_CUDA
+    if (CudaBackend* cuda = as_cuda(backend)) {
+        DeviceInferenceScope scope(*cuda);
+        return gpu::extract_isosurface_device(device_field(*cuda), settings, cuda->stream());
+    }
+#endif
+    return extract_isosurface(host_field(backend), settings);
+}
+
+std::unique_ptr<SdfEvaluator> make_sdf_evaluator(Backend& backend, const SdfTrainingData& data, uint64_t n_iou_points,
+                                                 uint64_t seed) {
+#ifdef FUSEDNGP_HAVE_CUDA
+    if (as_cuda(backend)) {
+        return std::make_unique<DeviceSdfEvaluator>(data, n_iou_points ? n_iou_points : (1ull << 24), seed);
+    }
+#endif
+    (void)backend;
+    return std::make_unique<HostSdfEvaluator>(data, n_iou_points ? n_iou_points : (1ull << 18), seed);
+}
+
+std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                                uint32_t n_output_dims, const std::vector<float>& params) {
+    auto data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
+    std::unique_ptr<Backend> inner = create_backend(name.empty() ? available_backends().front() : name, config, *data, 0);
+    inner->set_params(params);
+    return std::make_unique<InferenceBackend>(std::move(data), std::move(inner));
+}
+
+} // namespace fusedngp
