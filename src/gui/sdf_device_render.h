@@ -1,0 +1,18 @@
+// The SDF view's CUDA path: the model sphere traced on the device straight
+// into a mapped PBO. Kept apart so only sdf_device_render.cpp sees CUDA.
+#pragma once
+
+#include "backends/backend.h"
+#include "render/camera.h"
+#include "render/sdf_render.h"
+
+namespace fusedngp {
+
+// RGBA float4 per pixel of camera.intrinsics (row 0 at the top) into
+// `d_rgba`, from the CUDA backend's current inference parameters on its
+// stream; returns when the frame is written. False (nothing written) when
+// `backend` is not a CUDA backend or the build has no device renderer.
+bool render_sdf_on_device(Backend& backend, const Camera& camera, SdfRenderMode mode,
+                          const SphereTraceSettings& settings, float* d_rgba);
+
+} // namespace fusedngp
