@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "geometry/vec3.h"
 #include "gui/sdf_iou_probe.h"
 #include "gui/training_session.h"
 #include "modes/mode.h"

@@ -16,7 +16,7 @@ namespace {
 void apply(TrainingSession& session, UiState& ui, const std::string& key, const json& value, uint64_t frame) {
     run_reporting_errors(ui, "setting " + key, [&] {
         session.apply({key, value}, frame);
-        ui.info("applied " + key + " = " + value_text(value));
+        ui.info("applied " + key + " = " + value_text(value) + "; " + function_kept_text(session.changes().back()));
     });
 }
 

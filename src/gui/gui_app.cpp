@@ -408,7 +408,8 @@ int run_gui(const GuiOptions& o) {
                 (unsigned long long)session.step());
     print_frame_times(app.frame_ms_log);
     if (session.device_steps_per_frame() > 0)
-        std::printf("pacing    %d GPU training steps per frame at exit\n", session.device_steps_per_frame());
+        std::printf("pacing    %.1f GPU training steps per frame ran (mean of the last %zu frames), cap %d at exit\n",
+                    session.device_steps_ran_per_frame(), FrameSteps::kFrames, session.device_steps_per_frame());
     std::fflush(stdout);
     if (app.ui.autosave_on_exit) {
         run_reporting_errors(app.ui, "autosave", [&] { session.save_snapshot(app.ui.autosave_path); });

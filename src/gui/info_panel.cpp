@@ -33,7 +33,14 @@ void throughput(const TrainingSession& session, const UiState& ui) {
     row("frame", "%.1f fps", ui.fps);
     row("steps/s", "%.1f", s.steps_per_second());
     row("ms / step", "%.2f", s.step_ms());
-    if (session.device_steps_per_frame() > 0) row("GPU steps/frame", "%.0f", (double)session.device_steps_per_frame());
+    if (session.renders_on_device()) {
+        // What ran, not the pacing cap: a frame rarely fills its cap.
+        row("GPU steps/frame", "%.1f", session.device_steps_ran_per_frame());
+        if (session.device_steps_per_frame() > 0) {
+            ImGui::SameLine();
+            ImGui::TextDisabled("(cap %d)", session.device_steps_per_frame());
+        }
+    }
     ImGui::TextDisabled("  data %.2f  fwd %.2f  bwd %.2f  opt %.2f", s.data_ms(), s.forward_ms(), s.backward_ms(),
                         s.optimizer_ms());
     row("samples/s", "%.3g", s.samples_per_second());
@@ -56,6 +63,7 @@ void quality(const TrainingSession& session, double psnr) {
         const ChangeRecord& c = session.changes().back();
         ImGui::TextWrapped("last change: %s = %s", c.key.c_str(), c.value.c_str());
         ImGui::TextDisabled("  loss %.5f -> %.5f, %zu params carried", c.loss_before, c.loss_after, c.params_carried);
+        ImGui::TextDisabled("  %s", function_kept_text(c).c_str());
     }
 }
 

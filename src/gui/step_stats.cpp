@@ -28,4 +28,24 @@ void StepStats::record(double total_ms, const StepTimings& split, uint32_t batch
 
 void StepStats::reset() { *this = StepStats(); }
 
+void FrameSteps::record(uint64_t total_steps) {
+    if (!primed_ || total_steps < last_total_) {
+        reset();
+        primed_ = true;
+        last_total_ = total_steps;
+        return;
+    }
+    steps_[next_] = total_steps - last_total_;
+    next_ = (next_ + 1) % kFrames;
+    n_frames_ = std::min(n_frames_ + 1, kFrames);
+    last_total_ = total_steps;
+}
+
+double FrameSteps::per_frame() const {
+    if (n_frames_ == 0) return 0.0;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n_frames_; ++i) sum += steps_[i];
+    return (double)sum / (double)n_frames_;
+}
+
 } // namespace fusedngp

@@ -1,9 +1,10 @@
 // Throughput numbers for the info panel: smoothed per-phase step times,
-// steps/s, samples/s and achieved FLOP/s.
+// steps/s, samples/s, achieved FLOP/s and the steps that ran per frame.
 #pragma once
 
 #include "model/trainer.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +40,24 @@ private:
     bool primed_ = false;
     double data_ms_ = 0, forward_ms_ = 0, backward_ms_ = 0, optimizer_ms_ = 0;
     uint32_t batch_size_ = 0;
+};
+
+// Steps that ran per frame, as a mean over the last kFrames frames. Fed the
+// running step count once per frame; a count that went down (a reset)
+// starts over from it.
+class FrameSteps {
+public:
+    static constexpr size_t kFrames = 16;
+    void record(uint64_t total_steps);
+    void reset() { *this = FrameSteps(); }
+    double per_frame() const;  // 0 before two frames were recorded
+
+private:
+    bool primed_ = false;
+    uint64_t last_total_ = 0;
+    std::array<uint64_t, kFrames> steps_{};  // a ring of the last frames' counts
+    size_t n_frames_ = 0;                     // filled entries, up to kFrames
+    size_t next_ = 0;
 };
 
 } // namespace fusedngp

@@ -55,6 +55,10 @@ double now_ms() {
 
 } // namespace
 
+std::string function_kept_text(const ChangeRecord& change) {
+    return change.function_kept ? "function kept" : "function not kept: " + change.why_not;
+}
+
 SessionData image_session_data(Image image) {
     SessionData d{"image", image.path, image_mode_info(image), nullptr};
     d.data = std::make_unique<ImageTrainingData>(std::move(image));
@@ -162,6 +166,7 @@ void TrainingSession::adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<
     ++generation_;
     device_step_quota_ = -1;  // unpaced until the new backend's first render
     device_steps_per_frame_ = -1;
+    device_steps_ran_.reset();
     render_floor_ms_ = 1e9;
     if (!renders_on_device()) {
         display_model_ = std::make_unique<Model<float>>(data_->n_input_dims(), data_->n_output_dims(), config_, 0);
@@ -285,6 +290,7 @@ void TrainingSession::render_on_device(const std::function<void(Backend&)>& rend
     {
         auto lock = pause_worker();
         render(*backend_);
+        device_steps_ran_.record(total_steps_);  // pause_worker() folded in every step so far
         if (threaded_ && !lockstep_) pace_device_steps(ms_since(start));
     }
     worker_wake_.notify_all();
@@ -384,21 +390,22 @@ void TrainingSession::reset() {
     total_steps_ = 0;
 }
 
-void TrainingSession::rebuild(const json& new_config, bool carry) {
+TransferReport TrainingSession::rebuild(const json& new_config, bool carry) {
     json full = config_with_defaults(new_config);
     // A different seed per rebuild: the new sampler does not replay the first batches.
     auto fresh = create_backend(backend_name_, full, *data_, seed_ + generation_);
-    size_t carried = 0;
+    TransferReport report;
+    report.why_not = "weights not carried";
     if (carry) {
         std::vector<float> old_params = backend_->save_state().params;
         std::vector<NamedTensor> old_tensors = backend_->named_tensors();
         std::vector<float> params = fresh->save_state().params;
-        ParamSource source{config_["encoding"], old_tensors, old_params};
-        carried = transfer_params(source, full["encoding"], fresh->named_tensors(), params, new_inputs).copied;
+        ParamSource source{config_, old_tensors, old_params};
+        report = transfer_params(source, full, fresh->named_tensors(), params, new_inputs);
         fresh->set_params(params);
     }
     adopt(nullptr, std::move(fresh), full);
-    if (!changes_.empty()) changes_.back().params_carried = carried;
+    return report;
 }
 
 void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
@@ -434,15 +441,11 @@ void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
     case ChangeEffect::Rebuild: {
         json next = config_;
         apply_config_change(next, change);
-        changes_.push_back(record);
-        try {
-            rebuild(next, carry_weights);
-        } catch (...) {
-            changes_.pop_back();
-            throw;
-        }
-        awaiting_loss_after_ = true;
-        return;
+        const TransferReport carried = rebuild(next, carry_weights);  // throws: the current model stays
+        record.params_carried = carried.copied;
+        record.function_kept = carried.function_preserved;
+        record.why_not = carried.why_not;
+        break;
     }
     }
     changes_.push_back(record);

@@ -33,7 +33,14 @@ struct ChangeRecord {
     float loss_before = std::numeric_limits<float>::quiet_NaN();
     float loss_after = std::numeric_limits<float>::quiet_NaN();  // first step after the change
     size_t params_carried = 0;
+    // The model computes the old function right after the change (see
+    // TransferReport::function_preserved); else `why_not` says why.
+    bool function_kept = true;
+    std::string why_not;
 };
+
+// "function kept" or "function not kept: <why>", for the panel and status line.
+std::string function_kept_text(const ChangeRecord& change);
 
 // What a session trains on, with what snapshots and weight files record about it.
 struct SessionData {
@@ -93,6 +100,9 @@ public:
     // GPU steps the worker may enqueue between two device renders (paced so a
     // frame's GPU work fits its budget: see render_to_device); -1 = unpaced.
     int device_steps_per_frame() const { return device_steps_per_frame_; }
+    // GPU steps that actually ran between two device renders (the cap above
+    // is what they may run), averaged over the last frames; 0 before any.
+    double device_steps_ran_per_frame() const { return device_steps_ran_.per_frame(); }
     // cudaMemGetInfo of the backend's device: false on the CPU backend.
     bool device_memory(size_t& used_bytes, size_t& total_bytes) const;
     // A fresh model with the current config.
@@ -169,7 +179,7 @@ private:
     void switch_kernel(const ConfigChange& change, ChangeRecord& record);
     void move_to_backend(const std::string& backend_name, const json& config);
     void pace_device_steps(double render_ms);  // UI thread, after a device render
-    void rebuild(const json& new_config, bool carry);
+    TransferReport rebuild(const json& new_config, bool carry);
     void adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<Backend> backend, const json& config);
 
     std::string backend_name_;
@@ -214,6 +224,7 @@ private:
     std::atomic<int> device_step_quota_{-1};
     int device_steps_per_frame_ = -1;
     double render_floor_ms_ = 1e9;  // fastest render seen: the render alone, no queued steps
+    FrameSteps device_steps_ran_;   // worker steps counted at each device render
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
     std::unique_ptr<Model<float>> display_model_;  // layout only; params come from the snapshot

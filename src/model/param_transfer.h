@@ -10,7 +10,22 @@
 //    old fan_in of a carried layer) are zeroed. Then a wider network computes
 //    exactly the old function at the moment of the switch, and the new
 //    neurons still learn (their outgoing gradient is activation * dL/dout).
-//  * New hidden layers that have no old counterpart keep their fresh init.
+//  * New hidden layers (a deeper network) sit just before the output layer.
+//    With ReLU, None or LeakyReLU hidden activations they start as the
+//    identity over the full new width: row r reads neuron r alone. Rows past
+//    the layer's fan_in (only a first hidden layer reading a narrower
+//    encoding has them) keep their fresh init. After a ReLU the layer's input
+//    is >= 0, so relu(I h) = h and the function is exact; with None it is
+//    exact too. LeakyReLU keeps positives but shrinks negatives once more
+//    (0.01 z -> 1e-4 z): close, not exact. Other activations (Softplus,
+//    Sigmoid, Tanh, Sine, ...) are not idempotent, f(f(z)) != f(z), so an
+//    identity layer would not keep the function either; those layers keep
+//    their fresh init.
+//    The identity covers the new neurons of a wider layer too (rather than
+//    zero rows): zero rows would meet the zeroed output columns and leave
+//    those neurons with zero weights in and out, hence zero gradients for
+//    good; passed through, they feed the zeroed columns a non-zero
+//    activation, so those columns learn from the first step.
 //  * The encoding block is copied only when the encoding config is unchanged
 //    (same otype and parameters), since its layout depends on all of them.
 #pragma once
@@ -18,6 +33,7 @@
 #include "core/json_fields.h"
 #include "model/model.h"
 
+#include <string>
 #include <vector>
 
 namespace fusedngp {
@@ -25,7 +41,7 @@ namespace fusedngp {
 enum class NewInputs { FreshInit, Zero };
 
 struct ParamSource {
-    const json& encoding_config;
+    const json& config;  // the model config: "encoding" and "network" sections
     const std::vector<NamedTensor>& tensors;
     const std::vector<float>& params;
 };
@@ -34,11 +50,18 @@ struct TransferReport {
     size_t copied = 0;            // parameters taken from the old model
     bool encoding_copied = false;
     size_t layers_copied = 0;     // network layers with a counterpart
+    size_t layers_inserted = 0;   // new hidden layers that start as the identity
+    // The new model computes exactly the old function at the switch (up to
+    // rounding); when not, `why_not` says why in a short phrase
+    // ("fewer hidden layers", "encoding changed", ...).
+    bool function_preserved = false;
+    std::string why_not;
 };
 
 // Writes the carried-over values into `new_params` (which holds the new
-// model's fresh init and layout `new_tensors`).
-TransferReport transfer_params(const ParamSource& old_model, const json& new_encoding_config,
+// model's fresh init and layout `new_tensors`). `new_config` is the new
+// model's config ("encoding" and "network" sections).
+TransferReport transfer_params(const ParamSource& old_model, const json& new_config,
                                const std::vector<NamedTensor>& new_tensors, std::vector<float>& new_params,
                                NewInputs new_inputs = NewInputs::FreshInit);
 
