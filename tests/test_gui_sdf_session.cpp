@@ -81,7 +81,10 @@ TEST(GuiSdfSession, WidthAndDepthChangesKeepTheLossContinuous) {
     s.start_worker();
     s.run_steps(150);
     s.apply({"network.n_neurons", 32}, 1);  // a wider network computes the old function (NewInputs::Zero)
-    s.run_steps(1);
+    EXPECT_TRUE(s.changes().back().function_kept) << s.changes().back().why_not;
+    // The rebuilt model's optimizer starts afresh: its first Adam steps shake
+    // the weights, so the next change waits until training has settled.
+    s.run_steps(60);
     s.apply({"network.n_hidden_layers", 2}, 2);
     s.run_steps(30);
     s.stop_worker();
@@ -94,7 +97,8 @@ TEST(GuiSdfSession, WidthAndDepthChangesKeepTheLossContinuous) {
     EXPECT_GT(width.params_carried, 0u);
     EXPECT_LT(width.loss_after, 1.5f * width.loss_before + 1e-5f) << "the width change lost what was learned";
     EXPECT_GT(depth.params_carried, 0u);
-    EXPECT_LT(depth.loss_after, 0.25f * first) << "the depth change restarted from scratch";
+    EXPECT_TRUE(depth.function_kept) << depth.why_not;  // the new layer starts as the identity (ReLU after ReLU)
+    EXPECT_LT(depth.loss_after, 1.5f * depth.loss_before + 1e-5f) << "the depth change lost what was learned";
     EXPECT_LT(s.last_loss(), 0.05f * first);
     EXPECT_EQ(s.config()["network"]["n_neurons"], 32);
     EXPECT_EQ(s.config()["network"]["n_hidden_layers"], 2);

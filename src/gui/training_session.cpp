@@ -414,7 +414,11 @@ void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
 }
 
 void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
-    ChangeRecord record{frame, change.key, value_text(change.value), last_loss_};
+    ChangeRecord record;
+    record.frame = frame;
+    record.key = change.key;
+    record.value = value_text(change.value);
+    record.loss_before = last_loss_;
     if (change.key == "network.otype") {
         switch_kernel(change, record);
         changes_.push_back(record);
