@@ -24,6 +24,8 @@ struct BvhTriangle {
     Vec3 a, b, c;
 };
 
+constexpr uint32_t kBvhMaxStack = 64;
+
 struct TriangleBvh {
     std::vector<BvhNode> nodes;            // nodes[0] is the root
     std::vector<BvhTriangle> triangles;    // in leaf order
@@ -31,11 +33,13 @@ struct TriangleBvh {
     uint32_t depth = 0;                    // longest root-to-leaf path (traversal stacks need < kBvhMaxStack)
 };
 
-constexpr uint32_t kBvhMaxStack = 64;
-
-// Throws InputError when the mesh has no triangles or the tree would be
-// deeper than the traversal stack allows.
-TriangleBvh build_triangle_bvh(const TriangleMesh& mesh, uint32_t max_leaf_size = 4);
+// Binned SAH; near max_depth it falls back to median splits, so the tree is
+// never deeper than max_depth (at most kBvhMaxStack - 1, the default).
+// Throws InputError when the mesh has no triangles, an index out of range or
+// a non-finite vertex, or needs more than max_depth levels even when halved
+// at every level.
+TriangleBvh build_triangle_bvh(const TriangleMesh& mesh, uint32_t max_leaf_size = 4,
+                               uint32_t max_depth = kBvhMaxStack - 1);
 
 // Raw pointers into a TriangleBvh's arrays (host or device memory).
 struct BvhView {

@@ -46,15 +46,26 @@ FUSEDNGP_HD Ray camera_ray(const Camera& c, float px, float py) {
 
 // Host-only helpers (render/camera.cpp). Parsing and files: render/camera_io.h.
 
-// Intrinsics for a vertical field of view in degrees, principal point at the centre.
+// The vertical field of view when a camera spec or file gives none.
+constexpr float kDefaultFovYDegrees = 40.f;
+
+// Intrinsics for a vertical field of view in degrees, principal point at the
+// centre, square pixels (fx == fy).
 CameraIntrinsics intrinsics_from_fov(uint32_t width, uint32_t height, float fov_y_degrees);
+// The vertical field of view of k (from fy and the image height).
 float fov_y_degrees(const CameraIntrinsics& k);
 
 // A pose looking from `position` at `target` with `world_up` as the up hint.
+// The frame is orthonormal and right-handed (right = forward x up). When
+// forward is (nearly) parallel to the hint, the world axis least aligned with
+// forward is the hint instead, so looking straight down still works. A target
+// equal to the position looks along -z.
 CameraPose look_at(Vec3 position, Vec3 target, Vec3 world_up = {0, 1, 0});
 
 // Orbit around `target`: yaw (degrees, about +y, 0 = looking along -z from
-// +z), pitch (degrees, positive = above), distance.
+// +z), pitch (degrees, positive = above), distance. Yaw 0, pitch 0 sits at
+// target + (0, 0, distance). The frame is built from the angles (right stays
+// horizontal), so it is continuous through pitch = +-90.
 CameraPose orbit_pose(float yaw_degrees, float pitch_degrees, float distance, Vec3 target = {0.5f, 0.5f, 0.5f});
 
 } // namespace fusedngp

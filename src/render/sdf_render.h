@@ -3,43 +3,43 @@
 // iteration evaluates the field at all rays still marching in one batch, so
 // the same loop runs the network on the CPU (this file) and on the GPU
 // (gpu/render/sdf_render_device.h), with the per-ray update and the shading
-// shared as host/device functions (render/sphere_trace_math.h).
+// shared as host/device functions (render/sphere_trace_math.h, which also
+// states the march rule). A render costs at most max_steps batched field
+// calls for the march, one more for the normals (shade, normals, ao) and one
+// more for AO (ao).
+//
+// Normals are the field's gradient by central differences with half step
+// normal_epsilon (six evaluations per hit). For a trained network this
+// approximates the gradient of the network with respect to its input to
+// O(normal_epsilon^2), without needing a backward pass through the model.
 #pragma once
 
 #include "geometry/sdf_field.h"
 #include "io/image.h"
 #include "render/camera.h"
+#include "render/sdf_render_settings.h"
 
 #include <string>
+#include <vector>
 
 namespace fusedngp {
-
-enum class SdfRenderMode : uint32_t { Shade, Normals, Depth, Ao, Cost };
 
 // "shade", "normals", "depth", "ao", "cost". Throws InputError listing them.
 SdfRenderMode parse_sdf_render_mode(const std::string& name);
 const char* to_string(SdfRenderMode mode);
 
-struct SphereTraceSettings {
-    uint32_t max_steps = 128;
-    float hit_epsilon = 5e-4f;   // |sdf| below this is a hit (unit-cube units)
-    float step_scale = 0.9f;     // a learned field is not an exact distance: step a bit short
-    float normal_epsilon = 1e-3f;
-    uint32_t ao_samples = 5;
-    float ao_step = 0.02f;
-    Vec3 light_direction{0.4f, 0.8f, 0.45f};  // towards the light, normalised when used
-    Vec3 background{1.f, 1.f, 1.f};
-};
-
-// Per-pixel results besides the image: steps taken and hit distance (inf when missed).
-struct SdfRenderStats {
-    uint64_t total_steps = 0;
-    uint64_t field_evaluations = 0;
-    uint32_t hit_pixels = 0;
-};
-
-// RGB image, sRGB colour space, camera.intrinsics.width x height.
+// RGB image, sRGB colour space, camera.intrinsics.width x height, row 0 at
+// the top. Misses show settings.background.
 Image render_sdf(const Camera& camera, const SdfBatchFn& field, SdfRenderMode mode,
                  const SphereTraceSettings& settings = {}, SdfRenderStats* stats = nullptr);
+
+// The march alone, per pixel (row-major, row 0 at the top).
+struct SdfTrace {
+    uint32_t width = 0, height = 0;
+    std::vector<float> depth;     // distance along the (unit) ray from the camera to the hit; +inf when missed
+    std::vector<uint32_t> steps;  // march steps (field evaluations) the ray took
+};
+SdfTrace trace_sdf(const Camera& camera, const SdfBatchFn& field, const SphereTraceSettings& settings = {},
+                   SdfRenderStats* stats = nullptr);
 
 } // namespace fusedngp

@@ -1,0 +1,66 @@
+#include "render/camera.h"
+
+#include <cmath>
+
+namespace fusedngp {
+namespace {
+
+constexpr float kPi = 3.14159265358979f;
+
+float radians(float degrees) { return degrees * (kPi / 180.f); }
+float degrees(float radians_) { return radians_ * (180.f / kPi); }
+
+// The world axis least aligned with `forward`: a safe up hint when the
+// requested one is parallel to the viewing direction.
+Vec3 least_aligned_axis(Vec3 forward) {
+    float ax = std::fabs(forward.x), ay = std::fabs(forward.y), az = std::fabs(forward.z);
+    if (ay <= ax && ay <= az) return {0, 1, 0};
+    if (az <= ax) return {0, 0, -1};
+    return {1, 0, 0};
+}
+
+} // namespace
+
+CameraIntrinsics intrinsics_from_fov(uint32_t width, uint32_t height, float fov_y) {
+    CameraIntrinsics k;
+    k.width = width;
+    k.height = height;
+    k.fy = 0.5f * (float)height / std::tan(0.5f * radians(fov_y));
+    k.fx = k.fy;
+    k.cx = 0.5f * (float)width;
+    k.cy = 0.5f * (float)height;
+    return k;
+}
+
+float fov_y_degrees(const CameraIntrinsics& k) {
+    return degrees(2.f * std::atan(0.5f * (float)k.height / k.fy));
+}
+
+CameraPose look_at(Vec3 position, Vec3 target, Vec3 world_up) {
+    CameraPose pose;
+    pose.position = position;
+    Vec3 forward = normalize(target - position);
+    if (length_squared(forward) == 0) forward = {0, 0, -1};
+    // Nearly parallel (or a zero hint): the cross product loses its direction.
+    Vec3 right = cross(forward, normalize(world_up));
+    if (length(right) < 1e-4f) right = cross(forward, least_aligned_axis(forward));
+    right = normalize(right);
+    pose.forward = forward;
+    pose.right = right;
+    pose.up = cross(right, forward);
+    return pose;
+}
+
+CameraPose orbit_pose(float yaw_degrees, float pitch_degrees, float distance, Vec3 target) {
+    const float yaw = radians(yaw_degrees), pitch = radians(pitch_degrees);
+    // R_y(yaw) applied to (0, 0, 1), lifted by the pitch.
+    const Vec3 outward{std::cos(pitch) * std::sin(yaw), std::sin(pitch), std::cos(pitch) * std::cos(yaw)};
+    CameraPose pose;
+    pose.position = target + outward * distance;
+    pose.forward = -outward;
+    pose.right = Vec3{std::cos(yaw), 0, -std::sin(yaw)};  // R_y(yaw) applied to +x: always horizontal
+    pose.up = cross(pose.right, pose.forward);
+    return pose;
+}
+
+} // namespace fusedngp
