@@ -7,8 +7,11 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "geometry/marching_cubes.h"
+#include "geometry/mesh_io.h"
 #include "geometry/vec3.h"
 #include "gui/sdf_iou_probe.h"
+#include "gui/sdf_setup.h"
 #include "gui/training_session.h"
 #include "modes/mode.h"
 
@@ -155,6 +158,31 @@ TEST(GuiSdfSession, IouProbeMatchesTheSpheresOverlap) {
     EXPECT_DOUBLE_EQ(probe.measure(sphere_field({5, 5, 5})), 0.0) << "disjoint";
     SdfIouProbe empty(sphere_field({5, 5, 5}));
     EXPECT_DOUBLE_EQ(empty.measure(sphere_field({-5, 5, 5})), 1.0) << "both empty";
+}
+
+// "Extract mesh" writes in the input's coordinates: a sphere extracted in
+// the unit cube comes back, read from the file, centred and sized as the
+// input was (unit = (p - centre) * scale + 0.5).
+TEST(GuiSdfSession, ExtractedMeshIsWrittenInInputCoordinates) {
+    IsosurfaceSettings iso;
+    iso.resolution = 32;
+    TriangleMesh unit = extract_isosurface(sphere_field(), iso);
+    ASSERT_GT(unit.n_triangles(), 100u);
+    UnitCubeTransform transform;
+    transform.center = {10, -4, 2};
+    transform.scale = 0.1f;  // the input is ten times the unit cube
+    const std::string path = ::testing::TempDir() + "/fusedngp_gui_extracted.ply";
+    EXPECT_EQ(save_in_input_coordinates(unit, transform, path), unit.n_triangles());
+    TriangleMesh back = load_mesh(path);
+    ASSERT_EQ(back.vertices.size(), unit.vertices.size());
+    Vec3 mean{0, 0, 0};
+    for (const Vec3& v : back.vertices) {
+        // The unit sphere's centre (0.5, 0.5, 0.5) maps to the transform's centre.
+        EXPECT_NEAR(length(v - transform.center), kRadius / transform.scale, 0.05f * kRadius / transform.scale);
+        mean += v / (float)back.vertices.size();
+    }
+    EXPECT_LT(length(mean - transform.center), 0.05f);
+    std::remove(path.c_str());
 }
 
 } // namespace

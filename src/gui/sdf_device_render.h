@@ -3,6 +3,7 @@
 #pragma once
 
 #include "backends/backend.h"
+#include "geometry/marching_cubes.h"
 #include "render/camera.h"
 #include "render/sdf_render.h"
 
@@ -14,5 +15,9 @@ namespace fusedngp {
 // `backend` is not a CUDA backend or the build has no device renderer.
 bool render_sdf_on_device(Backend& backend, const Camera& camera, SdfRenderMode mode,
                           const SphereTraceSettings& settings, float* d_rgba);
+
+// Marching cubes of the CUDA backend's model on the device (unit cube).
+// False (nothing extracted) as above.
+bool extract_isosurface_on_device(Backend& backend, const IsosurfaceSettings& settings, TriangleMesh& mesh);
 
 } // namespace fusedngp

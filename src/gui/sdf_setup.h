@@ -31,10 +31,9 @@ struct SdfSessionData {
 // "sampling" section, when present, sets the sample mix).
 SdfSessionData load_sdf_session_data(const std::string& path, const json& config, std::vector<std::string>* warnings);
 
-// Marching cubes over the unit cube at `resolution` cells per axis, moved
-// back into the input's coordinates, written to `path` (.ply .obj .stl
-// .off). Returns the triangle count. Throws InputError.
-size_t export_isosurface(const SdfBatchFn& field, uint32_t resolution, const UnitCubeTransform& transform,
-                         const std::string& path);
+// Moves an extracted unit-cube mesh back into the input's coordinates and
+// writes it to `path` (.ply .obj .stl .off, geometry/mesh_io.h). Returns the
+// triangle count. Throws InputError.
+size_t save_in_input_coordinates(TriangleMesh mesh, const UnitCubeTransform& transform, const std::string& path);
 
 } // namespace fusedngp

@@ -144,10 +144,10 @@ void SdfView::render_on_host(TrainingSession& session, int view_w, int view_h) {
     const Camera full = camera_.camera((uint32_t)pass_size_.width, (uint32_t)pass_size_.height);
     const auto start = Clock::now();
     do {
-        // Rows worth what is left of the budget at the measured cost (all when unmeasured).
+        // A budget's worth of rows at the measured cost; unmeasured, a few rows to measure it.
         const uint64_t affordable = host_budget_.pixels_per_budget();
-        const int rows = affordable ? std::clamp((int)(affordable / (uint64_t)pass_size_.width), 1, pass_size_.height - next_row_)
-                                    : pass_size_.height - next_row_;
+        const int wanted = affordable ? (int)(affordable / (uint64_t)pass_size_.width) : AdaptiveResolution::kMinRows;
+        const int rows = std::clamp(wanted, 1, pass_size_.height - next_row_);
         const auto band_start = Clock::now();
         Image band = render_sdf(band_camera(full, next_row_, rows), field, mode, settings);
         host_budget_.record((uint64_t)rows * (uint64_t)pass_size_.width, ms_since(band_start));
@@ -180,7 +180,14 @@ double SdfView::measure_iou(TrainingSession& session) {
 }
 
 size_t SdfView::export_mesh(TrainingSession& session, uint32_t resolution, const std::string& path) {
-    return export_isosurface(display_field(session), resolution, scene_.transform, path);
+    IsosurfaceSettings iso;
+    iso.resolution = resolution;  // the extractors check the range
+    TriangleMesh mesh;
+    bool extracted = false;
+    if (session.renders_on_device())
+        session.render_on_device([&](Backend& backend) { extracted = extract_isosurface_on_device(backend, iso, mesh); });
+    if (!extracted) mesh = extract_isosurface(display_field(session), iso);
+    return save_in_input_coordinates(std::move(mesh), scene_.transform, path);
 }
 
 } // namespace fusedngp
