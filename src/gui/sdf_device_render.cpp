@@ -6,6 +6,8 @@
 #include "gpu/render/sdf_render_device.h"
 
 #include <cuda_runtime_api.h>
+
+#include <chrono>
 #endif
 
 namespace fusedngp {
@@ -36,15 +38,18 @@ gpu::DeviceSdfFn model_field(CudaBackend& cuda) {
 } // namespace
 
 bool render_sdf_on_device(Backend& backend, const Camera& camera, SdfRenderMode mode,
-                          const SphereTraceSettings& settings, float* d_rgba) {
+                          const SphereTraceSettings& settings, float* d_rgba, double& render_ms) {
     auto* cuda = dynamic_cast<CudaBackend*>(&backend);
     if (!cuda) return false;
+    cudaStreamSynchronize(cuda->stream());  // the queued steps first: the session's pacing counts them
+    const auto start = std::chrono::steady_clock::now();
     // One renderer keeps its ray buffers between frames; the UI thread is the
     // only caller. Never freed: at exit the CUDA runtime may already be gone.
     static auto* renderer = new gpu::DeviceSdfRenderer();
     InferenceBracket bracket(*cuda);
     renderer->render(camera, model_field(*cuda), mode, settings, d_rgba, cuda->stream());
     cudaStreamSynchronize(cuda->stream());  // GL reads the PBO once it is unmapped
+    render_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return true;
 }
 
@@ -58,7 +63,9 @@ bool extract_isosurface_on_device(Backend& backend, const IsosurfaceSettings& se
 
 #else
 
-bool render_sdf_on_device(Backend&, const Camera&, SdfRenderMode, const SphereTraceSettings&, float*) { return false; }
+bool render_sdf_on_device(Backend&, const Camera&, SdfRenderMode, const SphereTraceSettings&, float*, double&) {
+    return false;
+}
 bool extract_isosurface_on_device(Backend&, const IsosurfaceSettings&, TriangleMesh&) { return false; }
 
 #endif

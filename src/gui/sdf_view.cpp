@@ -117,11 +117,8 @@ bool SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
     bool drawn = false;
     double ms = 0;
     try {
-        session.render_on_device([&](Backend& backend) {
-            const auto start = Clock::now();  // the render alone, not the wait for the worker's step
-            drawn = render_sdf_on_device(backend, camera, mode, settings, rgba);
-            ms = ms_since(start);
-        });
+        session.render_on_device(
+            [&](Backend& backend) { drawn = render_sdf_on_device(backend, camera, mode, settings, rgba, ms); });
     } catch (...) {
         front().unmap();
         throw;
