@@ -80,6 +80,8 @@ TEST(GuiApp, TrainsResizesAndSwitchesKernelUnderXvfb) {
     EXPECT_EQ(resize["key"], "network.n_neurons");
     EXPECT_EQ(resize["value"], "128");
     EXPECT_EQ(kernel["value"], "CublasMLP");
+    EXPECT_EQ(resize["kept"], "1") << text;  // wider with zeroed new inputs: the same function
+    EXPECT_EQ(kernel["kept"], "1") << text;
     const double first = std::stod(final_line["first_loss"]), last = std::stod(final_line["loss"]);
     EXPECT_LT(last, 0.05 * first) << "the loss did not fall: " << text;
     // Weights survived the resize: right after it the loss is far below a fresh start's.

@@ -36,7 +36,7 @@ struct ChangeRecord {
     // The model computes the old function right after the change (see
     // TransferReport::function_preserved); else `why_not` says why.
     bool function_kept = true;
-    std::string why_not;
+    std::string why_not{};
 };
 
 // "function kept" or "function not kept: <why>", for the panel and status line.

@@ -9,6 +9,7 @@
 #include "gpu/fused_mlp.h"
 #include "io/sampling.h"
 #include "io/image.h"
+#include "model/param_transfer.h"
 #include "model/trainer.h"
 #include "modes/image_mode.h"
 #include "modes/mode.h"
@@ -465,6 +466,33 @@ TEST(CudaBackend, HotSwapKeepsTheWeights) {
     EXPECT_EQ(gpu.mlp_kernel(), "FullyFusedMLP");
     gpu.train_step(1u << 14);
     EXPECT_EQ(gpu.skipped_steps(), 0u);
+}
+
+// A depth change on the device (the GUI's live reshape): the new hidden layer
+// starts as the identity (model/param_transfer.h), exact in fp16 too, so the
+// deeper model's first loss is the old model's on the same batch (batches are
+// keyed by seed and step).
+TEST(CudaBackend, DeeperNetworkKeepsTheLoss) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    json deeper = config;
+    deeper["network"]["n_hidden_layers"] = config["network"]["n_hidden_layers"].get<int>() + 1;
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend trained(config, data, 4);
+    for (int i = 0; i < 50; ++i) trained.train_step(1u << 14);
+    const std::vector<float> params = trained.params();
+    const std::vector<NamedTensor> tensors = trained.named_tensors();
+    CudaBackend same(config, data, 9), deep(deeper, data, 9);
+    same.set_params(params);
+    std::vector<float> carried = deep.params();
+    const TransferReport report =
+        transfer_params(ParamSource{config, tensors, params}, deeper, deep.named_tensors(), carried, NewInputs::Zero);
+    ASSERT_TRUE(report.function_preserved) << report.why_not;
+    EXPECT_EQ(report.layers_inserted, 1u);
+    deep.set_params(carried);
+    const float loss_same = same.train_step(1u << 14), loss_deep = deep.train_step(1u << 14);
+    EXPECT_NEAR(loss_deep, loss_same, 1e-5 * loss_same);
 }
 
 // ---- the fused training step (FusedMlp::train_step in run_step) ----------------
