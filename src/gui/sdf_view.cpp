@@ -28,6 +28,7 @@ constexpr uint64_t kSettleFrames = 4;
 constexpr double kRestingPassFrames = 12;
 constexpr double kDeviceRestingFrames = 2;  // the device may spend two budgets on a still frame
 constexpr float kFovStepDegrees = 5.f;
+constexpr float kMaxFlySeconds = 0.1f;  // a stalled frame (a rebuild, a mesh export) does not fling the camera
 // The app's clear colour: misses blend into the window.
 const Vec3 kBackground{0.07f, 0.075f, 0.08f};
 
@@ -68,7 +69,7 @@ void SdfView::handle_input(const ViewRect& area, float dt_seconds) {
             keys.up = down(GLFW_KEY_E);
             keys.down = down(GLFW_KEY_Q);
             keys.fast = io.KeyShift;
-            camera_.fly(keys, dt_seconds);
+            camera_.fly(keys, std::min(dt_seconds, kMaxFlySeconds));
             if (pressed(GLFW_KEY_LEFT_BRACKET)) camera_.set_fov(camera_.fov() - kFovStepDegrees);
             if (pressed(GLFW_KEY_RIGHT_BRACKET)) camera_.set_fov(camera_.fov() + kFovStepDegrees);
             if (pressed(GLFW_KEY_F)) camera_.fit(scene_.bounds, area.width / std::max(area.height, 1.f));
