@@ -192,3 +192,21 @@ TEST(GuiApp, SdfModeDrawsTheSurfaceUnderXvfb) {
     EXPECT_GT(share, 0.02) << "the 3-D view shows no surface";
     EXPECT_LT(share, 0.9) << "the 3-D view shows no background around the mesh";
 }
+
+// A mesh that cannot be opened fails before any window opens, with one line
+// naming the file (so no display is needed).
+TEST(GuiApp, UnreadableMeshExitsTwoBeforeAWindow) {
+#ifndef FUSEDNGP_HAVE_GUI
+    GTEST_SKIP() << "built without the desktop app (FUSEDNGP_GUI=OFF)";
+#else
+    auto dir = make_temp_dir("gui_bad_mesh");
+    const std::string missing = (dir / "missing.obj").string(), garbled = (dir / "garbled.ply").string();
+    write_text_file(garbled, "ply\nthis is not a header\n");
+    for (const std::string& path : {missing, garbled}) {
+        CliResult r = run_cli("gui " + path + " --backend cpu --frames 1");
+        EXPECT_EQ(r.exit_code, 2) << path << r.out << r.err;
+        EXPECT_EQ(count_lines(r.err), 1) << r.err;
+        EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    }
+#endif
+}
