@@ -1,4 +1,5 @@
-// `fusedngp gui [DATA]`: the desktop app. Also what `fusedngp` runs with no
+// `fusedngp gui [DATA]`: the desktop app, image mode for an image and SDF
+// mode (a 3-D view) for a mesh. Also what `fusedngp` runs with no
 // arguments when built with the GUI and a display is available.
 #include "app/commands.h"
 
@@ -73,9 +74,11 @@ int run_gui_command(const GuiCliOptions& o) {
 void add_gui_command(CLI::App& app) {
     auto o = std::make_shared<GuiCliOptions>();
     CLI::App* cmd = app.add_subcommand("gui", "Open the desktop app: train live, change the network while it trains");
-    cmd->add_option("data", o->data, "image to train on; default: the bundled data/astronaut.png");
+    cmd->add_option("data", o->data,
+                    "image (image mode) or mesh .obj .ply .stl .off (SDF mode, a 3-D view) to train on; "
+                    "default: the bundled data/astronaut.png");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
-    cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/image.json");
+    cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: the mode's configs/MODE.json");
     cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda");
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");

@@ -12,14 +12,14 @@ void Automation::apply_due(uint64_t frame, TrainingSession& session) const {
     }
 }
 
-void Automation::print_report(TrainingSession& session, uint64_t frames_drawn) const {
+void Automation::print_report(TrainingSession& session, uint64_t frames_drawn, const std::string& quality) const {
     for (const auto& c : session.changes()) {
         std::printf("change frame=%llu key=%s value=%s loss_before=%.6g loss_after=%.6g params_carried=%zu kept=%d\n",
                     (unsigned long long)c.frame, c.key.c_str(), c.value.c_str(), c.loss_before, c.loss_after,
                     c.params_carried, c.function_kept ? 1 : 0);
     }
-    std::printf("final frames=%llu steps=%llu first_loss=%.6g loss=%.6g psnr=%.3f\n", (unsigned long long)frames_drawn,
-                (unsigned long long)session.step(), session.first_loss(), session.last_loss(), session.full_psnr());
+    std::printf("final frames=%llu steps=%llu first_loss=%.6g loss=%.6g %s\n", (unsigned long long)frames_drawn,
+                (unsigned long long)session.step(), session.first_loss(), session.last_loss(), quality.c_str());
     std::fflush(stdout);
 }
 

@@ -33,10 +33,11 @@ public:
     const std::string& screenshot_path() const { return options_.screenshot; }
     uint32_t steps_per_frame() const { return options_.steps_per_frame; }
 
-    // One line per applied change, then the final loss and PSNR:
+    // One line per applied change, then the final loss and the mode's
+    // quality (`quality`: "psnr=24.31" for images, "iou=0.9712" for SDFs):
     //   change frame=120 key=network.n_neurons value=128 loss_before=0.0123 loss_after=0.0130 params_carried=4416 kept=1
     //   final frames=300 steps=280 first_loss=0.91 loss=0.0051 psnr=24.31
-    void print_report(TrainingSession& session, uint64_t frames_drawn) const;
+    void print_report(TrainingSession& session, uint64_t frames_drawn, const std::string& quality) const;
 
 private:
     AutomationOptions options_;

@@ -8,6 +8,7 @@
 #include <imgui.h>
 
 #include <cstring>
+#include <iterator>
 
 namespace fusedngp {
 
@@ -24,6 +25,13 @@ const Shortcut kShortcuts[] = {
     {"Ctrl+O", "open image"},            {"F12 / P", "screenshot"},       {"V", "cycle view mode"},
     {"F", "fit view (reset zoom)"},      {"F1 / H", "this help"},         {"drag / wheel", "pan / zoom"},
     {"drop a file", "open image or snapshot"},
+};
+
+// The SDF mode's 3-D view adds these.
+const Shortcut kShortcuts3d[] = {
+    {"left drag", "orbit"},        {"right / middle drag", "pan"}, {"wheel", "zoom"},
+    {"W A S D / Q E", "fly (Shift: faster)"}, {"1 - 5", "shade, normals, depth, ao, cost"},
+    {"[ / ]", "narrower / wider field of view"}, {"F / Home", "fit the mesh / reset the camera"},
 };
 
 const char* default_path(FileAction action) {
@@ -133,13 +141,17 @@ void draw_help_window(UiState& ui) {
     ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
     if (ImGui::Begin("Keyboard shortcuts", &ui.show_help, ImGuiWindowFlags_AlwaysAutoResize)) {
         if (ImGui::BeginTable("keys", 2)) {
-            for (const auto& s : kShortcuts) {
-                ImGui::TableNextRow();
-                ImGui::TableNextColumn();
-                ImGui::TextColored(ImVec4(0.45f, 0.75f, 1.0f, 1.0f), "%s", s.keys);
-                ImGui::TableNextColumn();
-                ImGui::TextUnformatted(s.what);
-            }
+            auto rows = [](const Shortcut* first, const Shortcut* last) {
+                for (const Shortcut* s = first; s != last; ++s) {
+                    ImGui::TableNextRow();
+                    ImGui::TableNextColumn();
+                    ImGui::TextColored(ImVec4(0.45f, 0.75f, 1.0f, 1.0f), "%s", s->keys);
+                    ImGui::TableNextColumn();
+                    ImGui::TextUnformatted(s->what);
+                }
+            };
+            rows(std::begin(kShortcuts), std::end(kShortcuts));
+            if (ui.view_3d) rows(std::begin(kShortcuts3d), std::end(kShortcuts3d));
             ImGui::EndTable();
         }
     }

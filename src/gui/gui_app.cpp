@@ -9,6 +9,8 @@
 #include "gui/panels.h"
 #include "gui/prediction_renderer.h"
 #include "gui/screenshot.h"
+#include "gui/sdf_setup.h"
+#include "gui/sdf_view.h"
 #include "gui/training_session.h"
 #include "gui/ui_state.h"
 #include "modes/mode.h"
@@ -58,6 +60,7 @@ struct App {
     ImageView view;
     DisplayTexture truth, prediction;
     PredictionRenderer renderer;
+    std::unique_ptr<SdfView> sdf;  // the 3-D view, in SDF mode; the image view is idle then
     UiState ui;
     std::vector<std::string> dropped;
     uint64_t seen_generation = ~0ull;
@@ -145,7 +148,11 @@ void draw_side_panel(App& app, uint64_t frame, float width) {
                         app.session.running ? "training" : "paused");
     ImGui::Separator();
     draw_info_panel(app.session, app.ui, app.psnr);
-    draw_view_panel(app.view, app.ui);
+    if (app.sdf) {
+        draw_sdf_panel(*app.sdf, app.session, app.ui);
+    } else {
+        draw_view_panel(app.view, app.ui);
+    }
     draw_control_panel(app.session, app.ui, frame);
     draw_files_panel(app.session, app.ui);
     ImGui::End();
@@ -186,6 +193,31 @@ void render_prediction(App& app) {
     app.renderer.advance(app.session, app.session.image().channels, app.prediction, kFrameMs * kRenderShare);
 }
 
+// The model's picture for this frame and the live quality readout: the 3-D
+// view in SDF mode, the image view otherwise.
+void update_view(App& app, const ViewRect& area, double wall_seconds, float dt_seconds) {
+    const bool measure = wall_seconds - app.psnr_time >= kPsnrEverySeconds;
+    if (measure) app.psnr_time = wall_seconds;
+    if (app.sdf) {
+        if (measure) app.sdf->measure_iou(app.session);
+        app.sdf->handle_input(area, dt_seconds);
+        app.sdf->render(app.session, area);
+        return;
+    }
+    if (measure) app.psnr = app.session.subsample_psnr();
+    handle_mouse(app, area);
+    choose_render_resolution(app, area);
+    render_prediction(app);
+}
+
+void draw_view(App& app, const ViewRect& area, int fb_w, int fb_h) {
+    if (app.sdf) {
+        app.sdf->draw(area, fb_w, fb_h);
+    } else {
+        app.view.draw(app.truth, app.prediction, app.session.image().color_space == ColorSpace::Linear, area, fb_w, fb_h);
+    }
+}
+
 // Returns the number of frames drawn. The final frame stays in the back
 // buffer, unswapped, so a scripted screenshot reads exactly what was drawn.
 uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale) {
@@ -209,12 +241,8 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         if (automation.steps_per_frame() > 0 && app.session.running) app.session.run_steps(automation.steps_per_frame());
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
-        update_model_views(app);
+        if (!app.sdf) update_model_views(app);
         const double wall_seconds = ms_between(app_start, Clock::now()) * 1e-3;
-        if (wall_seconds - app.psnr_time >= kPsnrEverySeconds) {
-            app.psnr = app.session.subsample_psnr();
-            app.psnr_time = wall_seconds;
-        }
 
         int fb_w = 0, fb_h = 0;
         app.window.framebuffer_size(fb_w, fb_h);
@@ -223,16 +251,14 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         const float panel_width = std::min(400.0f * scale, io.DisplaySize.x * 0.5f);
         ViewRect area = image_area(fb_w, fb_h, panel_width * io.DisplayFramebufferScale.x);
         handle_shortcuts(app.session, app.view, app.ui);
-        handle_mouse(app, area);
-        choose_render_resolution(app, area);
-        render_prediction(app);
+        update_view(app, area, wall_seconds, (float)(ms_between(last_frame, Clock::now()) * 1e-3));
         draw_side_panel(app, frame, panel_width);
         draw_status_bar(app, area, scale);
 
         glViewport(0, 0, fb_w, fb_h);
         glClearColor(0.07f, 0.075f, 0.08f, 1.0f);
         glClear(GL_COLOR_BUFFER_BIT);
-        app.view.draw(app.truth, app.prediction, app.session.image().color_space == ColorSpace::Linear, area, fb_w, fb_h);
+        draw_view(app, area, fb_w, fb_h);
         layer.end_frame();
         save_pending_screenshot(app, fb_w, fb_h);
         ++frame;
@@ -276,7 +302,8 @@ void print_frame_times(std::vector<double> ms) {
 
 } // namespace
 
-void validate_scheduled_changes(const json& config, uint32_t n_output_dims, const std::vector<ScheduledChange>& changes) {
+void validate_scheduled_changes(const json& config, uint32_t n_input_dims, uint32_t n_output_dims,
+                                const std::vector<ScheduledChange>& changes) {
     std::vector<ScheduledChange> ordered = changes;
     std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.frame < b.frame; });
     json current = config;
@@ -293,20 +320,63 @@ void validate_scheduled_changes(const json& config, uint32_t n_output_dims, cons
             break;
         case ChangeEffect::Rebuild:
             apply_config_change(current, s.change);
-            Model<float>(2, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
+            Model<float>(n_input_dims, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
             break;
         }
     }
 }
 
+namespace {
+
+// The session's data for `path` (image or mesh), with the 3-D scene in SDF mode.
+struct OpenedData {
+    SessionData session;
+    SdfSceneInfo scene;
+    std::string description;
+};
+
+OpenedData open_data(const std::string& mode, const std::string& path, const json& config) {
+    OpenedData out;
+    if (mode == "sdf") {
+        std::vector<std::string> warnings;
+        SdfSessionData d = load_sdf_session_data(path, config, &warnings);
+        for (const auto& w : warnings) std::printf("warning   %s\n", w.c_str());
+        out.session = std::move(d.session);
+        out.scene = std::move(d.scene);
+        out.description = out.scene.description;
+    } else if (mode == "image") {
+        Image image = load_image(path);
+        out.description = image.describe();
+        out.session = image_session_data(std::move(image));
+    } else {
+        throw InputError(path + ": the desktop app trains images and meshes (SDF), not mode " + mode);
+    }
+    return out;
+}
+
+// The last report line's quality: PSNR over the full image, or the IoU.
+std::string final_quality(App& app) {
+    char text[64];
+    if (app.sdf) {
+        std::snprintf(text, sizeof text, "iou=%.4f", app.sdf->measure_iou(app.session));
+    } else {
+        std::snprintf(text, sizeof text, "psnr=%.3f", app.session.full_psnr());
+    }
+    return text;
+}
+
+} // namespace
+
 int run_gui(const GuiOptions& o) {
     // Everything that can be wrong with the input fails before a window opens.
-    Image image = load_image(o.data);
-    json config = config_with_defaults(load_mode_config("image", o.config));
-    validate_scheduled_changes(config, (uint32_t)image.channels, o.automation.changes);
+    const std::string mode = infer_mode(o.data);
+    json config = config_with_defaults(load_mode_config(mode, o.config));
+    OpenedData opened = open_data(mode, o.data, config);
+    validate_scheduled_changes(config, opened.session.data->n_input_dims(), opened.session.data->n_output_dims(),
+                               o.automation.changes);
     if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
     const std::string backend = o.backend.empty() ? available_backends().front() : o.backend;
-    TrainingSession session(std::move(image), config, backend, o.batch_size, o.seed);
+    TrainingSession session(std::move(opened.session), config, backend, o.batch_size, o.seed);
 
     std::unique_ptr<GlWindow> window;
     try {
@@ -316,10 +386,12 @@ int run_gui(const GuiOptions& o) {
     }
     const float scale = window->content_scale();
     std::printf("gui       %s, content scale %.2f\n", window->gl_renderer().c_str(), scale);
-    std::printf("data      %s: %s\n", o.data.c_str(), session.image().describe().c_str());
+    std::printf("data      %s (%s mode): %s\n", o.data.c_str(), mode.c_str(), opened.description.c_str());
     std::fflush(stdout);
     ImGuiLayer layer(*window, scale);
     App app(*window, session);
+    if (mode == "sdf") app.sdf = std::make_unique<SdfView>(std::move(opened.scene));
+    app.ui.view_3d = app.sdf != nullptr;
     app.ui.vsync = o.automation.frames == 0;
     app.ui.max_fps = o.max_fps;
     window->on_drop([&app](const std::vector<std::string>& paths) {
@@ -343,7 +415,7 @@ int run_gui(const GuiOptions& o) {
         run_reporting_errors(app.ui, "autosave", [&] { session.save_snapshot(app.ui.autosave_path); });
         std::printf("%s\n", app.ui.message_is_error ? app.ui.message.c_str() : ("autosaved " + app.ui.autosave_path).c_str());
     }
-    if (o.automation.frames > 0) automation.print_report(session, frames);
+    if (o.automation.frames > 0) automation.print_report(session, frames, final_quality(app));
     return 0;
 }
 

@@ -4,15 +4,18 @@
 
 #include "gui/automation.h"
 
+#include "core/json_fields.h"
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fusedngp {
 
 struct GuiOptions {
-    std::string data;     // image to train on
+    std::string data;     // image or mesh to train on (the mode follows the extension)
     std::string backend;  // "cpu", "cuda"; empty: best available
-    std::string config;   // empty: configs/image.json (embedded)
+    std::string config;   // empty: the mode's configs/MODE.json (embedded)
     uint32_t batch_size = 1 << 14;
     uint64_t seed = 1337;
     int window_width = 1600, window_height = 900;  // initial window size (screen pixels)
@@ -26,6 +29,7 @@ int run_gui(const GuiOptions& options);
 
 // Checks scripted changes against the config before anything runs: each
 // `--set` applied in frame order must give a buildable model. Throws.
-void validate_scheduled_changes(const json& config, uint32_t n_output_dims, const std::vector<ScheduledChange>& changes);
+void validate_scheduled_changes(const json& config, uint32_t n_input_dims, uint32_t n_output_dims,
+                                const std::vector<ScheduledChange>& changes);
 
 } // namespace fusedngp

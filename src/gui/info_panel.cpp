@@ -49,7 +49,7 @@ void throughput(const TrainingSession& session, const UiState& ui) {
 
 void quality(const TrainingSession& session, double psnr) {
     row("loss", "%.5f", session.last_loss());
-    row("PSNR", "%.2f dB", psnr);
+    if (session.is_image()) row("PSNR", "%.2f dB", psnr);  // the 3-D view's panel shows the SDF's IoU
     const auto& h = session.loss_history();
     if (!h.empty()) {
         // Log scale: the interesting part of a loss curve spans decades.
@@ -81,7 +81,11 @@ void model_size(const TrainingSession& session) {
         ImGui::Text("%.0f / %.0f MiB", (double)used / (1024.0 * 1024.0), (double)total / (1024.0 * 1024.0));
     }
     row("process RSS MiB", "%.0f", resident_mib());
-    ImGui::TextDisabled("backend %s, image %s", b.name().c_str(), session.image().describe().c_str());
+    if (session.is_image()) {
+        ImGui::TextDisabled("backend %s, image %s", b.name().c_str(), session.image().describe().c_str());
+    } else {
+        ImGui::TextDisabled("backend %s, %s %s", b.name().c_str(), session.mode().c_str(), session.data_path().c_str());
+    }
 }
 
 } // namespace

@@ -8,6 +8,7 @@ namespace fusedngp {
 
 class TrainingSession;
 class ImageView;
+class SdfView;
 struct UiState;
 
 // Start/pause/step/reset, batch size, learning rate, network, encoding, loss.
@@ -16,6 +17,8 @@ void draw_control_panel(TrainingSession& session, UiState& ui, uint64_t frame);
 void draw_info_panel(TrainingSession& session, const UiState& ui, double psnr);
 // View mode, zoom, render resolution.
 void draw_view_panel(ImageView& view, UiState& ui);
+// The 3-D view (SDF mode): render mode, camera, IoU plot, mesh extraction.
+void draw_sdf_panel(SdfView& view, TrainingSession& session, UiState& ui);
 // Snapshot / export / screenshot / open buttons, settings, and the file prompt.
 void draw_files_panel(TrainingSession& session, UiState& ui);
 void draw_file_prompt(TrainingSession& session, UiState& ui);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 #ifdef __linux__
@@ -58,14 +59,26 @@ std::string function_kept_text(const ChangeRecord& change) {
     return change.function_kept ? "function kept" : "function not kept: " + change.why_not;
 }
 
-TrainingSession::TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size,
+SessionData image_session_data(Image image) {
+    SessionData d{"image", image.path, image_mode_info(image), nullptr};
+    d.data = std::make_unique<ImageTrainingData>(std::move(image));
+    return d;
+}
+
+TrainingSession::TrainingSession(SessionData data, const json& config, std::string backend_name, uint32_t batch_size,
                                  uint64_t seed)
-    : backend_name_(std::move(backend_name)), seed_(seed), batch_size_(batch_size) {
+    : backend_name_(std::move(backend_name)), seed_(seed), batch_size_(batch_size), mode_(std::move(data.mode)),
+      data_path_(std::move(data.path)), mode_info_(std::move(data.mode_info)) {
     if (!equals_ignore_case(backend_name_, "cpu")) gpu_backend_name_ = backend_name_;
-    auto data = std::make_unique<ImageTrainingData>(std::move(image));
     json full = config_with_defaults(config);
-    auto backend = create_backend(backend_name_, full, *data, seed_);
-    adopt(std::move(data), std::move(backend), full);
+    auto backend = create_backend(backend_name_, full, *data.data, seed_);
+    adopt(std::move(data.data), std::move(backend), full);
+}
+
+const Image& TrainingSession::image() const {
+    auto* images = dynamic_cast<const ImageTrainingData*>(data_.get());
+    if (!images) throw std::logic_error("TrainingSession::image() in mode " + mode_);
+    return images->image();
 }
 
 TrainingSession::~TrainingSession() {
@@ -141,7 +154,7 @@ std::unique_lock<std::mutex> TrainingSession::pause_worker() {
     return lock;
 }
 
-void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend,
+void TrainingSession::adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<Backend> backend,
                             const json& config) {
     backend_.reset();
     if (data) data_ = std::move(data);
@@ -156,7 +169,7 @@ void TrainingSession::adopt(std::unique_ptr<ImageTrainingData> data, std::unique
     device_steps_ran_.reset();
     render_floor_ms_ = 1e9;
     if (!renders_on_device()) {
-        display_model_ = std::make_unique<Model<float>>(2, (uint32_t)data_->n_output_dims(), config_, 0);
+        display_model_ = std::make_unique<Model<float>>(data_->n_input_dims(), data_->n_output_dims(), config_, 0);
         publish_display_params();
     }
 }
@@ -265,15 +278,22 @@ bool TrainingSession::renders_on_device() const {
 void TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_unused]] int width,
                                        [[maybe_unused]] int height) {
 #ifdef FUSEDNGP_HAVE_CUDA
+    render_on_device([&](Backend& backend) {
+        if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+    });
+#endif
+}
+
+void TrainingSession::render_on_device(const std::function<void(Backend&)>& render) {
+    if (!renders_on_device()) return;
     const auto start = Clock::now();  // the wait for the worker's step counts: it is queued GPU work too
     {
         auto lock = pause_worker();
-        if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+        render(*backend_);
         device_steps_ran_.record(total_steps_);  // pause_worker() folded in every step so far
         if (threaded_ && !lockstep_) pace_device_steps(ms_since(start));
     }
     worker_wake_.notify_all();
-#endif
 }
 
 void TrainingSession::pace_device_steps(double render_ms) {
@@ -394,7 +414,11 @@ void TrainingSession::apply(const ConfigChange& change, uint64_t frame) {
 }
 
 void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
-    ChangeRecord record{frame, change.key, value_text(change.value), last_loss_};
+    ChangeRecord record;
+    record.frame = frame;
+    record.key = change.key;
+    record.value = value_text(change.value);
+    record.loss_before = last_loss_;
     if (change.key == "network.otype") {
         switch_kernel(change, record);
         changes_.push_back(record);
@@ -435,10 +459,13 @@ void TrainingSession::apply_paused(const ConfigChange& change, uint64_t frame) {
 void TrainingSession::set_batch_size(uint32_t batch_size) { batch_size_ = std::max<uint32_t>(1, batch_size); }
 
 void TrainingSession::load_image(const std::string& path) {
+    if (!is_image()) throw InputError(path + ": the app trains a " + mode_ + " model; open images in image mode");
     Image image = fusedngp::load_image(path);  // before pausing: a slow read keeps training
     auto lock = pause_worker();
+    json info = image_mode_info(image);
+    std::string source = image.path;
     auto data = std::make_unique<ImageTrainingData>(std::move(image));
-    if ((int)data->n_output_dims() == data_->image().channels) {
+    if (data->n_output_dims() == data_->n_output_dims()) {
         // Same model shape: keep training the current weights on the new image.
         auto fresh = create_backend(backend_name_, config_, *data, seed_ + generation_);
         fresh->set_params(backend_->save_state().params);
@@ -448,12 +475,13 @@ void TrainingSession::load_image(const std::string& path) {
         adopt(std::move(data), std::move(fresh), config_);
         loss_history_.clear();
     }
+    mode_info_ = std::move(info);  // after adopt: a failed open keeps the old image's record
+    data_path_ = std::move(source);
 }
 
 void TrainingSession::save_snapshot(const std::string& path) const {
     auto lock = hold_worker();  // the worker waits: a consistent state
-    const Image& img = image();
-    Snapshot snap{config_, "image", img.path, 2, (uint32_t)img.channels, image_mode_info(img),
+    Snapshot snap{config_, mode_, data_path_, data_->n_input_dims(), data_->n_output_dims(), mode_info_,
                   backend_->name(), backend_->save_state()};
     fusedngp::save_snapshot(path, snap);
 }
@@ -461,29 +489,42 @@ void TrainingSession::save_snapshot(const std::string& path) const {
 void TrainingSession::load_snapshot(const std::string& path) {
     Snapshot snap = fusedngp::load_snapshot(path);
     auto lock = pause_worker();
-    if (snap.mode != "image") throw InputError(path + ": snapshot is for mode \"" + snap.mode + "\", not image");
-    std::unique_ptr<ImageTrainingData> data;
-    if ((int)snap.n_output_dims != image().channels || snap.n_input_dims != 2) {
+    if (snap.mode != mode_) throw InputError(path + ": snapshot is for mode \"" + snap.mode + "\", not " + mode_);
+    std::unique_ptr<TrainingData> data;
+    json info = mode_info_;
+    std::string source_path = data_path_;
+    const bool same_shape = snap.n_output_dims == data_->n_output_dims() && snap.n_input_dims == data_->n_input_dims();
+    if (!same_shape && !is_image()) {
+        throw InputError(path + ": snapshot model has " + std::to_string(snap.n_input_dims) + " -> " +
+                         std::to_string(snap.n_output_dims) + " dims, this " + mode_ + " model has " +
+                         std::to_string(data_->n_input_dims()) + " -> " + std::to_string(data_->n_output_dims()));
+    }
+    if (!same_shape) {
         // The snapshot was trained on other data: open that, or give up cleanly.
-        data = std::make_unique<ImageTrainingData>(fusedngp::load_image(snap.data_path));
-        if ((int)snap.n_output_dims != data->image().channels) {
+        Image source = fusedngp::load_image(snap.data_path);
+        if (snap.n_output_dims != (uint32_t)source.channels) {
             throw InputError(path + ": snapshot model has " + std::to_string(snap.n_output_dims) +
-                             " outputs, its image has " + std::to_string(data->image().channels) + " channels");
+                             " outputs, its image has " + std::to_string(source.channels) + " channels");
         }
+        info = image_mode_info(source);
+        source_path = source.path;
+        data = std::make_unique<ImageTrainingData>(std::move(source));
     }
     const TrainingData& target = data ? *data : *data_;
     auto fresh = create_backend(backend_name_, snap.config, target, seed_ + generation_);
     fresh->load_state(snap.state);
     adopt(std::move(data), std::move(fresh), snap.config);
+    mode_info_ = std::move(info);
+    data_path_ = std::move(source_path);
     loss_history_.clear();
 }
 
 void TrainingSession::export_weights(const std::string& path) const {
     auto lock = hold_worker();
-    const Image& img = image();
-    ModelDescription desc{config_, "image", 2, (uint32_t)img.channels, image_mode_info(img)};
+    const uint32_t n_in = data_->n_input_dims(), n_out = data_->n_output_dims();
+    ModelDescription desc{config_, mode_, n_in, n_out, mode_info_};
     // Only for its layout and names; the values are the backend's.
-    Model<float> layout(2, (uint32_t)img.channels, config_, 0);
+    Model<float> layout(n_in, n_out, config_, 0);
     fusedngp::export_weights(path, desc, layout, backend_->inference_params(), TensorDtype::F32);
 }
 

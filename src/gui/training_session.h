@@ -1,6 +1,9 @@
 // TrainingSession: the model being trained live: data, config, backend and
 // what the panels show about it. Every change either fully succeeds or
 // leaves the current model running (errors are thrown for the UI to show).
+// Mode-generic: it trains any TrainingData (images, SDFs); the image-only
+// members (image(), load_image, the PSNRs) throw in other modes, and each
+// mode's view draws the model through display_inference or render_on_device.
 #pragma once
 
 #include "backends/backend.h"
@@ -12,6 +15,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -38,9 +42,20 @@ struct ChangeRecord {
 // "function kept" or "function not kept: <why>", for the panel and status line.
 std::string function_kept_text(const ChangeRecord& change);
 
+// What a session trains on, with what snapshots and weight files record about it.
+struct SessionData {
+    std::string mode;   // "image", "sdf"
+    std::string path;   // the data's source file
+    json mode_info;     // image_mode_info / sdf_mode_info
+    std::unique_ptr<TrainingData> data;
+};
+SessionData image_session_data(Image image);
+
 class TrainingSession {
 public:
-    TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size, uint64_t seed);
+    TrainingSession(SessionData data, const json& config, std::string backend_name, uint32_t batch_size, uint64_t seed);
+    TrainingSession(Image image, const json& config, std::string backend_name, uint32_t batch_size, uint64_t seed)
+        : TrainingSession(image_session_data(std::move(image)), config, std::move(backend_name), batch_size, seed) {}
     ~TrainingSession();
 
     // ---- training on a worker thread ----
@@ -78,6 +93,10 @@ public:
     // The model at every pixel centre of width x height, RGBA float4 per
     // pixel into device memory (a mapped PBO). Only when renders_on_device().
     void render_to_device(float* d_rgba, int width, int height);
+    // Any view's device render (the 3-D views' sphere tracing): `render` runs
+    // between two steps with the worker paused, then the device steps per
+    // frame are paced from the time it took. Only when renders_on_device().
+    void render_on_device(const std::function<void(Backend&)>& render);
     // GPU steps the worker may enqueue between two device renders (paced so a
     // frame's GPU work fits its budget: see render_to_device); -1 = unpaced.
     int device_steps_per_frame() const { return device_steps_per_frame_; }
@@ -100,15 +119,15 @@ public:
     uint32_t batch_size() const { return batch_size_; }
     double learning_rate() const { return learning_rate_; }
 
-    // New training data (drag and drop / open). The model restarts when the
-    // channel count differs, else it keeps training on the new image.
+    // New training data (drag and drop / open), image mode only. The model
+    // restarts when the channel count differs, else it keeps training on the new image.
     void load_image(const std::string& path);
     void save_snapshot(const std::string& path) const;
     void load_snapshot(const std::string& path);
     void export_weights(const std::string& path) const;
 
     // PSNR on a fixed subsample of pixel centres (cheap, for the live readout)
-    // and over the full image (for the final report).
+    // and over the full image (for the final report). Image mode only.
     double subsample_psnr();  // through display_inference
     double full_psnr();
 
@@ -118,7 +137,11 @@ public:
 
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }
-    const Image& image() const { return data_->image(); }
+    const std::string& mode() const { return mode_; }
+    bool is_image() const { return mode_ == "image"; }
+    const Image& image() const;  // throws std::logic_error in other modes
+    const TrainingData& data() const { return *data_; }
+    const std::string& data_path() const { return data_path_; }
     const json& config() const { return config_; }
     const std::string& backend_name() const { return backend_name_; }
     // Steps of this session in total (the backend's count restarts on a rebuild).
@@ -157,7 +180,7 @@ private:
     void move_to_backend(const std::string& backend_name, const json& config);
     void pace_device_steps(double render_ms);  // UI thread, after a device render
     TransferReport rebuild(const json& new_config, bool carry);
-    void adopt(std::unique_ptr<ImageTrainingData> data, std::unique_ptr<Backend> backend, const json& config);
+    void adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<Backend> backend, const json& config);
 
     std::string backend_name_;
     std::string gpu_backend_name_;  // the device backend to return to after "CPU" (empty: none)
@@ -165,7 +188,9 @@ private:
     std::atomic<uint32_t> batch_size_;
     double learning_rate_ = 0;
     json config_;
-    std::unique_ptr<ImageTrainingData> data_;
+    std::string mode_, data_path_;
+    json mode_info_;
+    std::unique_ptr<TrainingData> data_;
     std::unique_ptr<Backend> backend_;  // declared after data_: it refers to it
     StepStats stats_;
     double flops_per_sample_ = 0;
