@@ -348,8 +348,8 @@ TEST(ParamTransfer, InsertedLayersAndNewNeuronsLearn) {
         const float first = t.step(in, target);  // the loss at the switch
 
         auto tensors = t.model().named_tensors();
-        const NamedTensor& inserted = tensor(tensors, layer_name(1));
-        const NamedTensor& output = tensor(tensors, layer_name(to.hidden_layers));
+        const NamedTensor inserted = tensor(tensors, layer_name(1));
+        const NamedTensor output = tensor(tensors, layer_name(to.hidden_layers));
         EXPECT_GT(max_abs(t.gradients(), inserted), 1e-6f) << "the identity layer gets no gradient";
         if (to.width > 16) {
             EXPECT_GT(max_abs(t.gradients(), output, 16), 1e-6f) << "the new neurons' output weights get no gradient";

@@ -363,8 +363,13 @@ TEST(SdfSampling, TargetsAreTheTruthAtThePoints) {
     Matrix<float> only_points;
     generate_sdf_positions(surface, SdfSamplingSettings{}, 5, 0, 1000, only_points);
     EXPECT_TRUE(points == only_points);
+    // Exact surface points get 0 without asking the truth; every other point its truth.
+    const SdfSampleLayout layout = sdf_sample_layout(SdfSamplingSettings{}, 1000);
+    ASSERT_GT(layout.n_surface, 0u);
     for (int64_t i = 0; i < 1000; ++i) {
-        EXPECT_EQ(targets(i, 0), test::sphere_sdf(row(points, i), center, radius)) << i;
+        const bool on_surface = i >= layout.n_uniform && i < layout.n_uniform + layout.n_surface;
+        if (on_surface) EXPECT_EQ(targets(i, 0), 0.f) << i;
+        else EXPECT_EQ(targets(i, 0), test::sphere_sdf(row(points, i), center, radius)) << i;
     }
 }
 

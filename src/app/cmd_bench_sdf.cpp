@@ -94,7 +94,9 @@ void bench_model(const BenchSdfOptions& o, json& out) {
     OpenedSdfModel m = open_sdf_model(o.model, "");
     IsosurfaceSettings settings;
     settings.resolution = o.resolution;
-    extract_sdf_model_mesh(*m.backend, IsosurfaceSettings{64, 0.f, {}, 0});  // warm-up
+    IsosurfaceSettings warm_up;
+    warm_up.resolution = 64;
+    extract_sdf_model_mesh(*m.backend, warm_up);
     auto t = Clock::now();
     TriangleMesh mesh = extract_sdf_model_mesh(*m.backend, settings);
     const double mc = seconds_since(t);

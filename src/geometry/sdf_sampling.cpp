@@ -108,7 +108,21 @@ void generate_sdf_batch(const SurfaceSampler& surface, const SdfSamplingSettings
                         Matrix<float>& targets) {
     generate_sdf_positions(surface, settings, seed, step, batch, points);
     if (targets.rows() != batch || targets.cols() != 1) targets.resize(batch, 1);
-    truth(points, targets);
+    // Points exactly on the surface have distance 0 (their sign does not
+    // matter): only the others need the truth, half the batch by default.
+    const SdfSampleLayout layout = sdf_sample_layout(settings, batch);
+    const Eigen::Index n_uniform = layout.n_uniform, n_surface = layout.n_surface;
+    const Eigen::Index n_rest = (Eigen::Index)batch - n_uniform - n_surface;
+    targets.middleRows(n_uniform, n_surface).setZero();
+    Matrix<float> part_points, part_values;
+    auto truth_of_rows = [&](Eigen::Index first, Eigen::Index count) {
+        if (count == 0) return;
+        part_points = points.middleRows(first, count);
+        truth(part_points, part_values);
+        targets.middleRows(first, count) = part_values;
+    };
+    truth_of_rows(0, n_uniform);
+    truth_of_rows(n_uniform + n_surface, n_rest);
 }
 
 } // namespace fusedngp

@@ -60,7 +60,9 @@ SdfSampleLayout sdf_sample_layout(const SdfSamplingSettings& settings, uint32_t 
 void generate_sdf_positions(const SurfaceSampler& surface, const SdfSamplingSettings& settings, uint64_t seed,
                             uint64_t step, uint32_t batch, Matrix<float>& points);
 
-// generate_sdf_positions, then targets (batch x 1) = truth(points).
+// generate_sdf_positions, then targets (batch x 1) = truth(points), except
+// for the points exactly on the surface, whose target is 0 without asking
+// the truth (half the batch by default: the ground truth is most of a step).
 void generate_sdf_batch(const SurfaceSampler& surface, const SdfSamplingSettings& settings, uint64_t seed,
                         uint64_t step, uint32_t batch, const SdfBatchFn& truth, Matrix<float>& points,
                         Matrix<float>& targets);

@@ -25,7 +25,14 @@ void DeviceSdfSampler::sample_points(const SdfSamplingSettings& settings, uint64
 void DeviceSdfSampler::sample(const SdfSamplingSettings& settings, uint64_t seed, uint64_t step, uint32_t batch,
                               float* d_points, float* d_targets, const DeviceSdfFn& truth, cudaStream_t stream) const {
     sample_points(settings, seed, step, batch, d_points, stream);
-    if (batch) truth(d_points, batch, d_targets, stream);
+    // As generate_sdf_batch: exact surface points have distance 0, the rest get the truth.
+    const SdfSampleLayout layout = sdf_sample_layout(settings, batch);
+    const uint32_t n_uniform = layout.n_uniform, n_surface = layout.n_surface;
+    const uint32_t n_rest = batch - n_uniform - n_surface;
+    if (n_surface) FUSEDNGP_GPU_CHECK(cudaMemsetAsync(d_targets + n_uniform, 0, n_surface * sizeof(float), stream));
+    if (n_uniform) truth(d_points, n_uniform, d_targets, stream);
+    const size_t rest = (size_t)n_uniform + n_surface;
+    if (n_rest) truth(d_points + 3 * rest, n_rest, d_targets + rest, stream);
 }
 
 } // namespace fusedngp::gpu

@@ -34,7 +34,8 @@ public:
     // and InputError when surface points are asked for without triangles.
     void sample_points(const SdfSamplingSettings& settings, uint64_t seed, uint64_t step, uint32_t batch,
                        float* d_points, cudaStream_t stream) const;
-    // sample_points, then truth(d_points, batch, d_targets, stream); d_targets: [batch].
+    // sample_points, then the targets as generate_sdf_batch makes them: 0 for
+    // the exact surface points, truth(...) for the others; d_targets: [batch].
     void sample(const SdfSamplingSettings& settings, uint64_t seed, uint64_t step, uint32_t batch, float* d_points,
                 float* d_targets, const DeviceSdfFn& truth, cudaStream_t stream) const;
 
