@@ -32,11 +32,14 @@ __global__ void start_rays_kernel(Camera camera, SphereTraceSettings s, uint32_t
 }
 
 // values[j] belongs to active[j]; the survivors write their next point at
-// their new slot (points is not read here, so reusing it is safe).
-__global__ void advance_rays_kernel(const uint32_t* active, uint32_t n, const float* values, SphereTraceSettings s,
-                                    TraceRay* rays, uint32_t* next_active, uint32_t* n_next, float* points) {
+// their new slot (points is not read here, so reusing it is safe). Only the
+// first *n_valid entries are rays (n, the launch size, is an upper bound the
+// host knew at its last read: the list only shrinks).
+__global__ void advance_rays_kernel(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
+                                    SphereTraceSettings s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
+                                    float* points) {
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
+    if (j >= n || j >= *n_valid) return;
     const uint32_t i = active[j];
     TraceRay ray = rays[i];
     advance_trace_ray(ray, values[j], s);
@@ -107,10 +110,12 @@ void launch_start_rays(const Camera& camera, const SphereTraceSettings& s, Trace
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 
-void launch_advance_rays(const uint32_t* active, uint32_t n, const float* values, const SphereTraceSettings& s,
-                         TraceRay* rays, uint32_t* next_active, uint32_t* n_next, float* points, cudaStream_t stream) {
+void launch_advance_rays(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
+                         const SphereTraceSettings& s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
+                         float* points, cudaStream_t stream) {
     if (n == 0) return;
-    advance_rays_kernel<<<blocks_for(n), kBlock, 0, stream>>>(active, n, values, s, rays, next_active, n_next, points);
+    advance_rays_kernel<<<blocks_for(n), kBlock, 0, stream>>>(active, n, n_valid, values, s, rays, next_active, n_next,
+                                                              points);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

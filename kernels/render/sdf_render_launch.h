@@ -23,10 +23,12 @@ namespace fusedngp::gpu {
 void launch_start_rays(const Camera& camera, const SphereTraceSettings& s, TraceRay* rays, uint32_t* active,
                        uint32_t* n_active, float* points, cudaStream_t stream);
 
-// One march step for active[0, n) with the field's values[j]; the rays still
-// marching go to next_active[0, *n_next) with their next point in points.
-void launch_advance_rays(const uint32_t* active, uint32_t n, const float* values, const SphereTraceSettings& s,
-                         TraceRay* rays, uint32_t* next_active, uint32_t* n_next, float* points, cudaStream_t stream);
+// One march step for active[0, min(n, *n_valid)) with the field's values[j];
+// the rays still marching go to next_active[0, *n_next) with their next point
+// in points. n (the grid) may exceed the device count *n_valid.
+void launch_advance_rays(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
+                         const SphereTraceSettings& s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
+                         float* points, cudaStream_t stream);
 
 // Lists the hit pixels in hits[0, *n_hits) and zeroes every pixel's gradient
 // (3 floats) and occlusion.

@@ -90,6 +90,20 @@ void bench_ground_truth_cpu(const SdfTrainingData& data, const BenchSdfOptions& 
     std::printf("ground truth (CPU)   %10.3e queries/s  (%u points, %.2f s)\n", o.cpu_points / s, o.cpu_points, s);
 }
 
+// The loaded model's IoU on both backends: a trained model read back from
+// its file must score what its training run reported.
+void check_model_quality(const BenchSdfOptions& o, const SdfTrainingData& data, json& out) {
+    for (const char* name : {"cpu", "cuda"}) {
+        if (std::string(name) == "cuda" && available_backends().front() != "cuda") continue;
+        OpenedSdfModel m = open_sdf_model(o.model, name);
+        const SdfQuality q = make_sdf_evaluator(*m.backend, data, std::string(name) == "cpu" ? 1u << 16 : 1u << 22)
+                                 ->evaluate(*m.backend);
+        out["loaded_model_iou_" + std::string(name)] = q.iou.iou;
+        std::printf("loaded model (%s)   IoU %.5f on %llu points\n", name, q.iou.iou,
+                    (unsigned long long)q.iou.n_points);
+    }
+}
+
 void bench_model(const BenchSdfOptions& o, json& out) {
     OpenedSdfModel m = open_sdf_model(o.model, "");
     IsosurfaceSettings settings;
@@ -132,7 +146,10 @@ void run_bench_sdf(const BenchSdfOptions& o) {
 #ifdef FUSEDNGP_HAVE_CUDA
     bench_ground_truth_gpu(data, o, out);
 #endif
-    if (!o.model.empty()) bench_model(o, out);
+    if (!o.model.empty()) {
+        check_model_quality(o, data, out);
+        bench_model(o, out);
+    }
     if (!o.json_out.empty()) {
         const std::string text = out.dump(2) + "\n";
         write_file_atomically(o.json_out, text.data(), text.size());

@@ -58,7 +58,7 @@ private:
 
     DeviceBuffer<TraceRay> rays_;            // per pixel
     DeviceBuffer<uint32_t> active_, next_;   // ray lists (the hit list reuses active_)
-    DeviceBuffer<uint32_t> counter_;         // one: the next list's length
+    DeviceBuffer<uint32_t> counter_;         // two: this list's length, the next list's
     DeviceBuffer<float> points_, values_;    // the field's batch: [n][3] -> [n]
     DeviceBuffer<float> gradients_, occlusion_;  // per pixel: [3], [1]
     DeviceBuffer<float> image_rgba_;         // render_to_image's target

@@ -111,6 +111,14 @@ TEST(SdfCudaBackend, TrainsOnDeviceSamplesAndMatchesTheCpuPathsOnItsWeights) {
     for (size_t i = 0; i < g.pixels.size(); ++i) far += std::fabs(g.pixels[i] - c.pixels[i]) > 0.05f;
     EXPECT_LT(far, g.pixels.size() / 50) << "pixels (channels) differing by > 0.05";
 
+    // A model loaded for inference alone (render, mesh) computes the same field.
+    std::unique_ptr<Backend> loaded = make_inference_backend("cuda", config, 3, 1, cuda.inference_params());
+    Matrix<float> loaded_values;
+    loaded->inference(points, loaded_values);
+    for (Eigen::Index i = 0; i < points.rows(); ++i) ASSERT_FLOAT_EQ(loaded_values(i, 0), host_values(i, 0)) << i;
+    TriangleMesh loaded_mesh = extract_sdf_model_mesh(*loaded, mc);
+    EXPECT_EQ(loaded_mesh.triangles.size(), gpu_mesh.triangles.size());
+
     // The training state survives a save/load round trip on the device sampler path.
     TrainingState s = cuda.save_state();
     CudaBackend again(config, data, 3);
