@@ -95,12 +95,18 @@ void bench_ground_truth_cpu(const SdfTrainingData& data, const BenchSdfOptions& 
 void check_model_quality(const BenchSdfOptions& o, const SdfTrainingData& data, json& out) {
     for (const char* name : {"cpu", "cuda"}) {
         if (std::string(name) == "cuda" && available_backends().front() != "cuda") continue;
-        OpenedSdfModel m = open_sdf_model(o.model, name);
-        const SdfQuality q = make_sdf_evaluator(*m.backend, data, std::string(name) == "cpu" ? 1u << 16 : 1u << 22)
-                                 ->evaluate(*m.backend);
-        out["loaded_model_iou_" + std::string(name)] = q.iou.iou;
-        std::printf("loaded model (%s)   IoU %.5f on %llu points\n", name, q.iou.iou,
-                    (unsigned long long)q.iou.n_points);
+        for (bool via_state : {true, false}) {
+            OpenedSdfModel m = open_sdf_model(o.model, name, via_state);
+            const SdfQuality q = make_sdf_evaluator(*m.backend, data, std::string(name) == "cpu" ? 1u << 16 : 1u << 22)
+                                     ->evaluate(*m.backend);
+            const std::string how = via_state ? "state" : "params";
+            out["loaded_model_iou_" + std::string(name) + "_" + how] = q.iou.iou;
+            Matrix<float> probe = random_points(4, 3), values;
+            m.backend->inference(probe, values);
+            std::printf("loaded model (%s, %s)   IoU %.5f on %llu points; f at 4 points %.4g %.4g %.4g %.4g\n", name,
+                        how.c_str(), q.iou.iou, (unsigned long long)q.iou.n_points, values(0, 0), values(1, 0),
+                        values(2, 0), values(3, 0));
+        }
     }
 }
 

@@ -18,8 +18,12 @@ struct OpenedSdfModel {
 };
 
 // Throws InputError naming the file when it is unreadable or not an SDF model.
-OpenedSdfModel open_sdf_model(const std::string& path, const std::string& backend_name);
+// A snapshot's training state is restored into the backend unless
+// `via_state` is false (then its inference parameters are set, as for
+// exported weights).
+OpenedSdfModel open_sdf_model(const std::string& path, const std::string& backend_name, bool via_state = true);
 // The same for a model already read from `path`.
-OpenedSdfModel sdf_model_from(const TrainedModel& t, const std::string& path, const std::string& backend_name);
+OpenedSdfModel sdf_model_from(const TrainedModel& t, const std::string& path, const std::string& backend_name,
+                              bool via_state = true);
 
 } // namespace fusedngp

@@ -1,6 +1,6 @@
 #include "engine/sdf_backend_tools.h"
 
-#include "backends/training_data.h"
+#include "backends/shape_only_data.h"
 #include "core/errors.h"
 
 #ifdef FUSEDNGP_HAVE_CUDA
@@ -17,20 +17,6 @@
 
 namespace fusedngp {
 namespace {
-
-// Inference-only backends need data of the right shape and nothing else.
-class ShapeOnlyData : public TrainingData {
-public:
-    ShapeOnlyData(uint32_t n_in, uint32_t n_out) : n_in_(n_in), n_out_(n_out) {}
-    uint32_t n_input_dims() const override { return n_in_; }
-    uint32_t n_output_dims() const override { return n_out_; }
-    void sample(uint32_t, Rng&, Matrix<float>&, Matrix<float>&) const override {
-        throw std::logic_error("an inference-only backend has no training data");
-    }
-
-private:
-    uint32_t n_in_, n_out_;
-};
 
 // The backend keeps a reference to its data: keep both alive together.
 class InferenceBackend : public Backend {
@@ -212,6 +198,14 @@ std::unique_ptr<Backend> make_inference_backend(const std::string& name, const j
     auto data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
     std::unique_ptr<Backend> inner = create_backend(name.empty() ? available_backends().front() : name, config, *data, 0);
     inner->set_params(params);
+    return std::make_unique<InferenceBackend>(std::move(data), std::move(inner));
+}
+
+std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                                uint32_t n_output_dims, const TrainingState& state) {
+    auto data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
+    std::unique_ptr<Backend> inner = create_backend(name.empty() ? available_backends().front() : name, config, *data, 0);
+    inner->load_state(state);
     return std::make_unique<InferenceBackend>(std::move(data), std::move(inner));
 }
 

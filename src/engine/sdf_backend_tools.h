@@ -53,5 +53,9 @@ std::unique_ptr<SdfEvaluator> make_sdf_evaluator(Backend& backend, const SdfTrai
 // from a file): "cpu", "cuda" or "" (the best available).
 std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
                                                 uint32_t n_output_dims, const std::vector<float>& params);
+// The same from a snapshot's whole training state (the inference parameters
+// are then the state's EMA average where the optimizer keeps one).
+std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                                uint32_t n_output_dims, const TrainingState& state);
 
 } // namespace fusedngp

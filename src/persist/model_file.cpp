@@ -1,27 +1,13 @@
 #include "persist/model_file.h"
 
 #include "backends/cpu_backend.h"
+#include "backends/shape_only_data.h"
 #include "core/errors.h"
 #include "persist/snapshot.h"
 
 namespace fusedngp {
 
 namespace {
-
-// Training data that only carries dimensions: restoring a snapshot into a
-// backend needs the shapes, never samples.
-class ShapeOnlyData : public TrainingData {
-public:
-    ShapeOnlyData(uint32_t in, uint32_t out) : in_(in), out_(out) {}
-    uint32_t n_input_dims() const override { return in_; }
-    uint32_t n_output_dims() const override { return out_; }
-    void sample(uint32_t, Rng&, Matrix<float>&, Matrix<float>&) const override {
-        throw std::logic_error("ShapeOnlyData cannot be sampled");
-    }
-
-private:
-    uint32_t in_, out_;
-};
 
 TrainedModel open_snapshot(const SafetensorsContents& contents, const std::string& path) {
     Snapshot s = snapshot_from_contents(contents, path);
