@@ -75,6 +75,16 @@ inline TriangleMesh make_torus_mesh(Vec3 center, float major, float minor, uint3
     return m;
 }
 
+// Both meshes as one (b's vertex indices shifted past a's); where they
+// overlap, the result is self-intersecting.
+inline TriangleMesh concatenate_meshes(const TriangleMesh& a, const TriangleMesh& b) {
+    TriangleMesh m = a;
+    const uint32_t offset = (uint32_t)a.vertices.size();
+    m.vertices.insert(m.vertices.end(), b.vertices.begin(), b.vertices.end());
+    for (auto t : b.triangles) m.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
+    return m;
+}
+
 // Exact signed distances (negative inside) of the analytic shapes.
 inline float sphere_sdf(Vec3 p, Vec3 center, float radius) { return length(p - center) - radius; }
 

@@ -335,18 +335,10 @@ double generalized_winding_number(const TriangleMesh& mesh, Vec3 p) {
     return total / (4 * 3.14159265358979323846);
 }
 
-TriangleMesh concatenate(const TriangleMesh& a, const TriangleMesh& b) {
-    TriangleMesh m = a;
-    const uint32_t offset = (uint32_t)a.vertices.size();
-    m.vertices.insert(m.vertices.end(), b.vertices.begin(), b.vertices.end());
-    for (auto t : b.triangles) m.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
-    return m;
-}
-
 TEST(BvhQueries, RayWindingEqualsGeneralizedWindingNumber) {
     const TriangleMesh torus = make_torus_mesh({0.5f, 0.5f, 0.5f}, 0.3f, 0.12f, 32, 16);
-    const TriangleMesh spheres = concatenate(make_sphere_mesh({0.4f, 0.5f, 0.5f}, 0.3f, 12, 24),
-                                             make_sphere_mesh({0.6f, 0.55f, 0.5f}, 0.25f, 10, 20));
+    const TriangleMesh spheres = test::concatenate_meshes(make_sphere_mesh({0.4f, 0.5f, 0.5f}, 0.3f, 12, 24),
+                                                          make_sphere_mesh({0.6f, 0.55f, 0.5f}, 0.25f, 10, 20));
     for (const TriangleMesh* mesh : {&torus, &spheres}) {
         TriangleBvh bvh = build_triangle_bvh(*mesh);
         BvhView view = host_view(bvh);

@@ -3,6 +3,7 @@
 #include "render/camera.h"
 #include "render/camera_io.h"
 
+#include "camera_test_util.h"
 #include "io_test_util.h"
 
 #include <gtest/gtest.h>
@@ -12,28 +13,14 @@
 
 using namespace fusedngp;
 using fusedngp::test::expect_input_error;
+using fusedngp::test::expect_orthonormal_right_handed;
+using fusedngp::test::expect_vec_near;
 using fusedngp::test::ScratchDir;
 using fusedngp::test::write_text;
 
 namespace {
 
 constexpr float kPi = 3.14159265358979f;
-
-void expect_near(Vec3 a, Vec3 b, float tol, const char* what) {
-    EXPECT_NEAR(a.x, b.x, tol) << what;
-    EXPECT_NEAR(a.y, b.y, tol) << what;
-    EXPECT_NEAR(a.z, b.z, tol) << what;
-}
-
-void expect_orthonormal_right_handed(const CameraPose& p) {
-    EXPECT_NEAR(length(p.right), 1.f, 1e-5f);
-    EXPECT_NEAR(length(p.up), 1.f, 1e-5f);
-    EXPECT_NEAR(length(p.forward), 1.f, 1e-5f);
-    EXPECT_NEAR(dot(p.right, p.up), 0.f, 1e-5f);
-    EXPECT_NEAR(dot(p.right, p.forward), 0.f, 1e-5f);
-    EXPECT_NEAR(dot(p.up, p.forward), 0.f, 1e-5f);
-    expect_near(cross(p.right, p.up), -p.forward, 1e-5f, "right x up = -forward (camera looks along -z)");
-}
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool same_bits(Vec3 a, Vec3 b) { return same_bits(a.x, b.x) && same_bits(a.y, b.y) && same_bits(a.z, b.z); }
@@ -65,8 +52,8 @@ TEST(Camera, RayThroughPrincipalPointIsForward) {
     c.intrinsics.cx = 20.3f;  // off-centre principal point: the ray follows cx, cy
     c.intrinsics.cy = 30.7f;
     const Ray r = camera_ray(c, c.intrinsics.cx, c.intrinsics.cy);
-    expect_near(r.direction, c.pose.forward, 1e-6f, "principal ray");
-    expect_near(r.origin, c.pose.position, 0, "origin");
+    expect_vec_near(r.direction, c.pose.forward, 1e-6f, "principal ray");
+    expect_vec_near(r.origin, c.pose.position, 0, "origin");
 }
 
 TEST(Camera, PixelAxesFollowRightAndDown) {
@@ -97,22 +84,22 @@ TEST(Camera, LookAtFrameIsOrthonormalAndAimsAtTarget) {
     for (const Vec3& p : positions) {
         const CameraPose pose = look_at(p, target);
         expect_orthonormal_right_handed(pose);
-        expect_near(pose.forward, normalize(target - p), 1e-6f, "forward aims at the target");
-        expect_near(pose.position, p, 0, "position kept");
+        expect_vec_near(pose.forward, normalize(target - p), 1e-6f, "forward aims at the target");
+        expect_vec_near(pose.position, p, 0, "position kept");
         if (std::fabs(pose.forward.y) < 0.99f) {
             EXPECT_GT(pose.up.y, 0.f) << "up follows the world up hint";
         }
     }
     // The default camera: at +z looking along -z, right = +x, up = +y.
     const CameraPose front = look_at({0.5f, 0.5f, 2.5f}, target);
-    expect_near(front.right, {1, 0, 0}, 1e-6f, "right");
-    expect_near(front.up, {0, 1, 0}, 1e-6f, "up");
+    expect_vec_near(front.right, {1, 0, 0}, 1e-6f, "right");
+    expect_vec_near(front.up, {0, 1, 0}, 1e-6f, "up");
 }
 
 TEST(Camera, LookAtWithForwardParallelToUpPicksAnotherHint) {
     const CameraPose down = look_at({0.5f, 2, 0.5f}, {0.5f, 0.5f, 0.5f}, {0, 1, 0});
     expect_orthonormal_right_handed(down);
-    expect_near(down.forward, {0, -1, 0}, 1e-6f, "looking straight down");
+    expect_vec_near(down.forward, {0, -1, 0}, 1e-6f, "looking straight down");
     const CameraPose along_hint = look_at({0, 0, 0}, {0, 0, 1}, {0, 0, 5});
     expect_orthonormal_right_handed(along_hint);
     const CameraPose zero_hint = look_at({0, 0, 0}, {1, 0, 0}, {0, 0, 0});
@@ -122,18 +109,18 @@ TEST(Camera, LookAtWithForwardParallelToUpPicksAnotherHint) {
 TEST(Camera, OrbitPose) {
     const Vec3 target{0.5f, 0.5f, 0.5f};
     const CameraPose front = orbit_pose(0, 0, 2.5f, target);
-    expect_near(front.position, target + Vec3{0, 0, 2.5f}, 1e-6f, "yaw 0 pitch 0 at +z");
-    expect_near(front.forward, {0, 0, -1}, 1e-6f, "looking along -z");
-    expect_near(front.up, {0, 1, 0}, 1e-6f, "up");
-    expect_near(orbit_pose(90, 0, 2, target).position, target + Vec3{2, 0, 0}, 1e-5f, "yaw 90 about +y reaches +x");
-    expect_near(orbit_pose(0, 90, 2, target).position, target + Vec3{0, 2, 0}, 1e-5f, "pitch 90 above");
-    expect_near(orbit_pose(0, -30, 2, target).position, target + Vec3{0, -1, std::sqrt(3.f)}, 1e-5f, "pitch -30");
+    expect_vec_near(front.position, target + Vec3{0, 0, 2.5f}, 1e-6f, "yaw 0 pitch 0 at +z");
+    expect_vec_near(front.forward, {0, 0, -1}, 1e-6f, "looking along -z");
+    expect_vec_near(front.up, {0, 1, 0}, 1e-6f, "up");
+    expect_vec_near(orbit_pose(90, 0, 2, target).position, target + Vec3{2, 0, 0}, 1e-5f, "yaw 90 about +y reaches +x");
+    expect_vec_near(orbit_pose(0, 90, 2, target).position, target + Vec3{0, 2, 0}, 1e-5f, "pitch 90 above");
+    expect_vec_near(orbit_pose(0, -30, 2, target).position, target + Vec3{0, -1, std::sqrt(3.f)}, 1e-5f, "pitch -30");
     for (float yaw : {-170.f, 0.f, 33.f, 200.f}) {
         for (float pitch : {-90.f, -45.f, 0.f, 20.f, 89.9f, 90.f}) {
             const CameraPose p = orbit_pose(yaw, pitch, 1.7f, {0.2f, 0.4f, 0.6f});
             expect_orthonormal_right_handed(p);
             EXPECT_NEAR(length(p.position - Vec3{0.2f, 0.4f, 0.6f}), 1.7f, 1e-5f);
-            expect_near(p.forward, normalize(Vec3{0.2f, 0.4f, 0.6f} - p.position), 1e-5f, "aims at the target");
+            expect_vec_near(p.forward, normalize(Vec3{0.2f, 0.4f, 0.6f} - p.position), 1e-5f, "aims at the target");
             EXPECT_NEAR(p.right.y, 0.f, 1e-6f) << "right stays horizontal";
         }
     }
@@ -145,7 +132,7 @@ TEST(CameraSpec, ParsesOrbit) {
     EXPECT_TRUE(same_bits(p.position, expected.position));
     EXPECT_TRUE(same_bits(p.forward, expected.forward));
     const CameraPose spaced = parse_camera_spec("orbit: -45 , 10.5 ,3");
-    expect_near(spaced.position, orbit_pose(-45, 10.5f, 3).position, 0, "spaces allowed");
+    expect_vec_near(spaced.position, orbit_pose(-45, 10.5f, 3).position, 0, "spaces allowed");
 }
 
 TEST(CameraSpec, ErrorsNameTheText) {
@@ -162,8 +149,8 @@ TEST(CameraFile, LookAtForm) {
                R"({"position": [1.5, 1.0, 2.0], "look_at": [0.5, 0.5, 0.5], "up": [0, 1, 0], "fov_y_degrees": 30})");
     const Camera c = load_camera_file(dir.file("cam.json"), 320, 200);
     const CameraPose expected = look_at({1.5f, 1.f, 2.f}, {0.5f, 0.5f, 0.5f});
-    expect_near(c.pose.forward, expected.forward, 0, "forward");
-    expect_near(c.pose.up, expected.up, 0, "up");
+    expect_vec_near(c.pose.forward, expected.forward, 0, "forward");
+    expect_vec_near(c.pose.up, expected.up, 0, "up");
     EXPECT_EQ(c.intrinsics.width, 320u);
     EXPECT_EQ(c.intrinsics.height, 200u);
     EXPECT_NEAR(fov_y_degrees(c.intrinsics), 30.f, 1e-4f);
@@ -174,14 +161,14 @@ TEST(CameraFile, OrbitFormWithSizeAndDefaults) {
     ScratchDir dir;
     write_text(dir.file("cam.json"), R"({"orbit": [30, 20, 2.5], "width": 100, "height": 80})");
     const Camera c = load_camera_file(dir.file("cam.json"), 640, 480);
-    expect_near(c.pose.position, orbit_pose(30, 20, 2.5f).position, 0, "orbit around the cube centre");
+    expect_vec_near(c.pose.position, orbit_pose(30, 20, 2.5f).position, 0, "orbit around the cube centre");
     EXPECT_EQ(c.intrinsics.width, 100u);
     EXPECT_EQ(c.intrinsics.height, 80u);
     EXPECT_NEAR(fov_y_degrees(c.intrinsics), kDefaultFovYDegrees, 1e-4f);
 
     write_text(dir.file("target.json"), R"({"orbit": [0, 0, 1], "look_at": [0.1, 0.2, 0.3]})");
     const Camera t = load_camera_file(dir.file("target.json"), 64, 48);
-    expect_near(t.pose.position, {0.1f, 0.2f, 1.3f}, 1e-6f, "orbit around look_at");
+    expect_vec_near(t.pose.position, {0.1f, 0.2f, 1.3f}, 1e-6f, "orbit around look_at");
     EXPECT_EQ(t.intrinsics.width, 64u);
 }
 
@@ -194,7 +181,7 @@ TEST(CameraFile, PinholeIntrinsicsAndExplicitFrame) {
     EXPECT_FLOAT_EQ(c.intrinsics.fy, 410.f);
     EXPECT_FLOAT_EQ(c.intrinsics.cx, 100.5f);
     EXPECT_FLOAT_EQ(c.intrinsics.cy, 90.25f);
-    expect_near(c.pose.forward, {0, 0, -1}, 0, "forward");
+    expect_vec_near(c.pose.forward, {0, 0, -1}, 0, "forward");
     EXPECT_EQ(c.intrinsics.height, 180u);
 }
 

@@ -3,12 +3,17 @@
 // camera_ray), so the conventions the 3-D views rely on are pinned down.
 #include "render/camera_controller.h"
 
+#include "camera_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 namespace fusedngp {
 namespace {
+
+using test::expect_orthonormal_right_handed;
+using test::expect_vec_near;
 
 struct Pixel {
     float x, y, depth;
@@ -20,24 +25,6 @@ Pixel project(const Camera& c, Vec3 p) {
     const float z = dot(rel, c.pose.forward);
     return {c.intrinsics.cx + c.intrinsics.fx * dot(rel, c.pose.right) / z,
             c.intrinsics.cy - c.intrinsics.fy * dot(rel, c.pose.up) / z, z};
-}
-
-void expect_orthonormal(const CameraPose& p) {
-    EXPECT_NEAR(length(p.right), 1, 1e-5);
-    EXPECT_NEAR(length(p.up), 1, 1e-5);
-    EXPECT_NEAR(length(p.forward), 1, 1e-5);
-    EXPECT_NEAR(dot(p.right, p.up), 0, 1e-5);
-    EXPECT_NEAR(dot(p.right, p.forward), 0, 1e-5);
-    EXPECT_NEAR(dot(p.up, p.forward), 0, 1e-5);
-    // The frame of look_at: forward = up x right.
-    const Vec3 f = cross(p.up, p.right);
-    EXPECT_NEAR(length(f - p.forward), 0, 1e-5);
-}
-
-void expect_vec_near(Vec3 a, Vec3 b, float tol) {
-    EXPECT_NEAR(a.x, b.x, tol);
-    EXPECT_NEAR(a.y, b.y, tol);
-    EXPECT_NEAR(a.z, b.z, tol);
 }
 
 TEST(CameraController, PoseConventionMatchesOrbitPose) {
@@ -52,7 +39,7 @@ TEST(CameraController, PoseConventionMatchesOrbitPose) {
     expect_vec_near(c.pose().position, {2.5f, 0.5f, 0.5f}, 1e-5f);  // +yaw turns +z towards +x
     c.set_view(0, 30, 2, {0.5f, 0.5f, 0.5f});
     EXPECT_GT(c.pose().position.y, 0.5f + 0.99f);  // positive pitch: above
-    expect_orthonormal(c.pose());
+    expect_orthonormal_right_handed(c.pose());
 }
 
 TEST(CameraController, ProjectionRoundTripsThroughCameraRay) {
@@ -87,10 +74,10 @@ TEST(CameraController, OrbitTurnsTheSceneWithTheCursorAndKeepsDistance) {
     EXPECT_GT(project(c.camera(200, 200), front).y, y0 + 1);
     c.orbit(0, 1e5f);
     EXPECT_FLOAT_EQ(c.pitch(), CameraController::kMaxPitch);
-    expect_orthonormal(c.pose());
+    expect_orthonormal_right_handed(c.pose());
     c.orbit(0, -1e5f);
     EXPECT_FLOAT_EQ(c.pitch(), -CameraController::kMaxPitch);
-    expect_orthonormal(c.pose());
+    expect_orthonormal_right_handed(c.pose());
 }
 
 TEST(CameraController, PanKeepsThePointUnderTheCursor) {
@@ -118,7 +105,7 @@ TEST(CameraController, ZoomIsGeometricAndReversible) {
     EXPECT_NEAR(c.distance(), d0, 1e-5);
     c.zoom(1e4f);  // never reaches the target
     EXPECT_GT(c.distance(), 0);
-    expect_orthonormal(c.pose());
+    expect_orthonormal_right_handed(c.pose());
 }
 
 TEST(CameraController, FlyMovesAtSceneSpeedIndependentOfDirection) {

@@ -1,7 +1,10 @@
 // SDF quality metrics against analytic answers (geometry/sdf_metrics.h):
 // IoU of spheres, the band error of shifted spheres, Chamfer distance and
-// normal consistency of boxes, with a brute-force closest-point function.
+// normal consistency of boxes, with a brute-force closest-point function
+// (every triangle, through bvh_queries.h's closest point on one triangle,
+// which tests/test_bvh.cpp checks on its own).
 #include "core/errors.h"
+#include "geometry/bvh_queries.h"
 #include "geometry/sdf_metrics.h"
 
 #include "mesh_test_util.h"
@@ -25,28 +28,6 @@ SdfBatchFn sphere_field(Vec3 center, float radius) {
     };
 }
 
-// Closest point to p on triangle (a, b, c), by the Voronoi region of p
-// (vertex, edge or face), as in Ericson, Real-Time Collision Detection 5.1.5.
-Vec3 closest_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
-    const Vec3 ab = b - a, ac = c - a, ap = p - a;
-    const float d1 = dot(ab, ap), d2 = dot(ac, ap);
-    if (d1 <= 0 && d2 <= 0) return a;
-    const Vec3 bp = p - b;
-    const float d3 = dot(ab, bp), d4 = dot(ac, bp);
-    if (d3 >= 0 && d4 <= d3) return b;
-    const float vc = d1 * d4 - d3 * d2;
-    if (vc <= 0 && d1 >= 0 && d3 <= 0) return a + ab * (d1 / (d1 - d3));
-    const Vec3 cp = p - c;
-    const float d5 = dot(ab, cp), d6 = dot(ac, cp);
-    if (d6 >= 0 && d5 <= d6) return c;
-    const float vb = d5 * d2 - d1 * d6;
-    if (vb <= 0 && d2 >= 0 && d6 <= 0) return a + ac * (d2 / (d2 - d6));
-    const float va = d3 * d6 - d5 * d4;
-    if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
-    const float denom = 1.f / (va + vb + vc);
-    return a + ab * (vb * denom) + ac * (vc * denom);
-}
-
 // Every triangle for every point; the normal is the closest triangle's.
 ClosestFn brute_force_closest(const TriangleMesh& mesh) {
     return [&mesh](const std::vector<Vec3>& points, std::vector<float>& distances, std::vector<Vec3>& normals) {
@@ -56,7 +37,7 @@ ClosestFn brute_force_closest(const TriangleMesh& mesh) {
             float best = std::numeric_limits<float>::max();
             for (const auto& t : mesh.triangles) {
                 const Vec3 a = mesh.vertices[t[0]], b = mesh.vertices[t[1]], c = mesh.vertices[t[2]];
-                const float d = length(points[i] - closest_on_triangle(points[i], a, b, c));
+                const float d = length(points[i] - closest_point_on_triangle(points[i], a, b, c));
                 if (d < best) {
                     best = d;
                     normals[i] = cross(b - a, c - a);  // unnormalised on purpose: the metric normalises

@@ -135,14 +135,6 @@ TEST(GroundTruthSdf, SphereWithAHoleSignsPointsAwayFromIt) {
     EXPECT_GT(checked, 3000);
 }
 
-TriangleMesh concatenate(const TriangleMesh& a, const TriangleMesh& b) {
-    TriangleMesh m = a;
-    const uint32_t offset = (uint32_t)a.vertices.size();
-    m.vertices.insert(m.vertices.end(), b.vertices.begin(), b.vertices.end());
-    for (auto t : b.triangles) m.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
-    return m;
-}
-
 // Two overlapping spheres as one self-intersecting mesh: inside either is
 // inside (winding 2 in the overlap, where parity would say outside).
 // Outside both, the distance is that of the union.
@@ -151,7 +143,7 @@ TEST(GroundTruthSdf, OverlappingShellsAreInsideTheUnion) {
     const float ra = 0.3f, rb = 0.25f;
     const TriangleMesh a = make_sphere_mesh(ca, ra, 24, 48), b = make_sphere_mesh(cb, rb, 24, 48);
     const float gap = std::max(sphere_mesh_gap(a, ca, ra), sphere_mesh_gap(b, cb, rb));
-    GroundTruthSdf sdf(concatenate(a, b));
+    GroundTruthSdf sdf(test::concatenate_meshes(a, b));
     const BvhView view = host_view(sdf.bvh());
     int in_both = 0;
     for (Vec3 p : random_points(3000, 5)) {

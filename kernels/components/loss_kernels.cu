@@ -8,6 +8,7 @@
 // CPU build (ISO C++, no contraction) every product is rounded before it is
 // added, so the per-element gradients equal the CPU's bit for bit.
 
+#include "block_sum_device.cuh"
 #include "component_device.cuh"
 #include "launch_losses.h"
 
@@ -55,19 +56,6 @@ __device__ inline ElementLoss element_loss(float p, float t, float d, float hube
     }
 }
 
-// Sum over the block's threads in a fixed tree order; the result is valid in
-// thread 0. blockDim.x must be kThreadsPerBlock (a power of two).
-__device__ inline double block_sum(double value) {
-    __shared__ double shared[kThreadsPerBlock];
-    shared[threadIdx.x] = value;
-    __syncthreads();
-    for (uint32_t half = kThreadsPerBlock / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-        __syncthreads();
-    }
-    return shared[0];
-}
-
 template <GpuLossKind K>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     loss_kernel(GpuLossArgs args, const float* __restrict__ pred, const float* __restrict__ target, uint32_t n_dims,
@@ -88,7 +76,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         if (dpred) dpred[i] = e.gradient * inv_n * loss_scale;
     }
     if (!partials) return;
-    const double block_total = block_sum(sum);
+    const double block_total = block_sum<kThreadsPerBlock>(sum);
     if (threadIdx.x == 0) partials[blockIdx.x] = block_total;
 }
 
@@ -96,7 +84,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     finish_mean_kernel(const double* __restrict__ partials, size_t n, float* __restrict__ mean_loss) {
     double sum = 0.0;
     for (uint32_t i = threadIdx.x; i < kLossPartialBlocks; i += kThreadsPerBlock) sum += partials[i];
-    const double total = block_sum(sum);
+    const double total = block_sum<kThreadsPerBlock>(sum);
     if (threadIdx.x == 0) *mean_loss = (float)(total / (double)n);
 }
 

@@ -2,6 +2,7 @@
 // geometry/sdf_metrics.cpp) and the reductions of the two fields' values.
 #include "geometry/launch_sdf_metrics.h"
 
+#include "components/block_sum_device.cuh"
 #include "gpu/components/device_buffer.h"
 
 namespace fusedngp::gpu {
@@ -46,18 +47,6 @@ __global__ void count_inside_kernel(const float* model, const float* truth, uint
     }
 }
 
-// Sums a block's values (kThreads of them) by a fixed pairwise tree.
-__device__ double block_sum(double value) {
-    __shared__ double shared[kThreads];
-    shared[threadIdx.x] = value;
-    __syncthreads();
-    for (uint32_t half = kThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-        __syncthreads();
-    }
-    return shared[0];
-}
-
 // Grid-stride over a fixed grid: each thread's share and the trees are fixed
 // by n, so the sum is the same every run.
 __global__ void abs_difference_partials_kernel(const float* a, const float* b, uint32_t n, double* partials) {
@@ -65,14 +54,14 @@ __global__ void abs_difference_partials_kernel(const float* a, const float* b, u
     for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += kAbsDiffBlocks * kThreads) {
         local += fabs((double)a[i] - (double)b[i]);
     }
-    const double total = block_sum(local);
+    const double total = block_sum<kThreads>(local);
     if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 __global__ void add_partials_kernel(const double* partials, double* sum) {
     double local = 0;
     for (uint32_t i = threadIdx.x; i < kAbsDiffBlocks; i += kThreads) local += partials[i];
-    const double total = block_sum(local);
+    const double total = block_sum<kThreads>(local);
     if (threadIdx.x == 0) *sum += total;
 }
 

@@ -26,6 +26,27 @@ namespace fusedngp {
 
 double json_number_or_null(double v) { return std::isfinite(v) ? v : 1e9; }
 
+json common_summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome) {
+    const double secs = outcome.last.train_seconds;
+    const StepTimings t = b.last_timings();
+    return json{{"mode", mode},
+                {"backend", b.name()},
+                {"data", o.data},
+                {"steps", outcome.last.step},
+                {"steps_this_run", outcome.last.steps_this_run},
+                {"seconds", secs},
+                {"steps_per_second", secs > 0 ? outcome.last.steps_this_run / secs : 0.0},
+                {"loss", outcome.last.loss},
+                {"stop_reason", stop_reason_name(outcome.reason)},
+                {"batch_size", o.batch_size},
+                {"seed", o.seed},
+                {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
+                // Where the time of the last timed step went (see the printed line).
+                {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
+                {"diagnostics", b.diagnostics()},
+                {"config", b.config()}};
+}
+
 // The config to train with: the snapshot's when resuming (a --config that
 // differs is an error), else the mode's default or the user's file.
 json resolve_config(const TrainOptions& o, const std::string& mode, const Snapshot* resumed) {
@@ -51,8 +72,6 @@ void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::stri
 
 namespace {
 
-
-
 // --sampling / --targets / --sample-order -> ImageSampling (CLI11 has already checked the names).
 ImageSampling image_sampling(const TrainOptions& o) {
     ImageSampling s;
@@ -66,29 +85,13 @@ std::string default_data_path() { return std::string(FUSEDNGP_SOURCE_DIR) + "/da
 
 json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome,
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
-    double secs = outcome.last.train_seconds;
-    const StepTimings t = b.last_timings();
-    return json{{"mode", mode},
-                {"backend", b.name()},
-                {"data", o.data},
-                {"steps", outcome.last.step},
-                {"steps_this_run", outcome.last.steps_this_run},
-                {"seconds", secs},
-                {"steps_per_second", secs > 0 ? outcome.last.steps_this_run / secs : 0.0},
-                {"loss", outcome.last.loss},
-                {"psnr", json_number_or_null(q.psnr)},
-                {"ssim", q.ssim},
-                {"stop_reason", stop_reason_name(outcome.reason)},
-                {"batch_size", o.batch_size},
-                {"sampling", {{"positions", o.sampling}, {"targets", o.targets}, {"order", o.sample_order}}},
-                {"seed", o.seed},
-                {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
-                {"image", image_mode_info(image)},
-                {"psnr_history", psnr_history},
-                // Where the time of the last timed step went (see the printed line).
-                {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
-                {"diagnostics", b.diagnostics()},
-                {"config", b.config()}};
+    json s = common_summary_json(o, mode, b, outcome);
+    s["psnr"] = json_number_or_null(q.psnr);
+    s["ssim"] = q.ssim;
+    s["sampling"] = {{"positions", o.sampling}, {"targets", o.targets}, {"order", o.sample_order}};
+    s["image"] = image_mode_info(image);
+    s["psnr_history"] = psnr_history;
+    return s;
 }
 
 int run_train(TrainOptions o) {

@@ -10,6 +10,9 @@
 
 namespace fusedngp {
 
+class Backend;
+struct TrainOutcome;
+
 struct TrainOptions {
     std::string data;
     std::string mode;
@@ -36,6 +39,9 @@ json resolve_config(const TrainOptions& o, const std::string& mode, const Snapsh
 void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::string& mode, const TrainingData& data);
 // JSON has no infinity: a PSNR of a perfect fit is written as 1e9.
 double json_number_or_null(double v);
+// The summary.json fields of every mode (the run, its speed, the model); each
+// mode adds its data's and its quality's.
+json common_summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome);
 
 // The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
 int run_train_sdf(const TrainOptions& o);

@@ -67,26 +67,10 @@ MeshResult extract_and_compare(Backend& backend, const SdfTrainingData& data, ui
 
 json summary_json(const TrainOptions& o, Backend& b, const TrainOutcome& outcome, const SdfQuality& q,
                   const SdfTrainingData& data, const json& iou_history, const MeshResult& mesh) {
-    const double secs = outcome.last.train_seconds;
-    const StepTimings t = b.last_timings();
-    json s{{"mode", "sdf"},
-           {"backend", b.name()},
-           {"data", o.data},
-           {"steps", outcome.last.step},
-           {"steps_this_run", outcome.last.steps_this_run},
-           {"seconds", secs},
-           {"steps_per_second", secs > 0 ? outcome.last.steps_this_run / secs : 0.0},
-           {"loss", outcome.last.loss},
-           {"stop_reason", stop_reason_name(outcome.reason)},
-           {"batch_size", o.batch_size},
-           {"seed", o.seed},
-           {"params", {{"encoding", b.n_encoding_params()}, {"network", b.n_network_params()}, {"total", b.n_params()}}},
-           {"sdf", sdf_mode_info(data.scene())},
-           {"sampling", data.sampling().to_json()},
-           {"iou_history", iou_history},
-           {"last_step_ms", {{"forward", t.forward_ms}, {"backward", t.backward_ms}, {"optimizer", t.optimizer_ms}}},
-           {"diagnostics", b.diagnostics()},
-           {"config", b.config()}};
+    json s = common_summary_json(o, "sdf", b, outcome);
+    s["sdf"] = sdf_mode_info(data.scene());
+    s["sampling"] = data.sampling().to_json();
+    s["iou_history"] = iou_history;
     s.update(quality_json(q));
     if (mesh.extracted) {
         s["mesh"] = {{"resolution", o.mesh_resolution}, {"triangles", mesh.triangles}};

@@ -827,11 +827,12 @@ void CudaBackend::set_params(const std::vector<float>& params) {
     }
     synchronize();
     params_.upload(params);
-    // Re-assert the optimizer's step count: building the update graph runs
-    // the EMA's step() host code under capture, which marks its (still
-    // empty) average as valid, so a fresh backend's inference read zeros.
-    // With the true count (0 on a fresh backend) inference uses these weights.
-    optimizer_->set_step_count(step_, stream_);
+    // On a fresh backend, re-assert the optimizer's step count of 0: building
+    // the update graph runs the EMA's step() host code under capture, which
+    // marks its (still empty) average as valid, so inference read zeros.
+    // With count 0 inference uses these weights. (A trained backend's count
+    // may differ from step_ by skipped steps: left alone.)
+    if (step_ == 0) optimizer_->set_step_count(0, stream_);
     refresh_component_params(params_.data());
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
 }

@@ -97,6 +97,16 @@ private:
     size_t next_ = 0;
 };
 
+// Both evaluators report the same fields.
+SdfQuality quality_of(const IouResult& iou, const std::string& iou_method, const BandErrorResult& band) {
+    SdfQuality q;
+    q.iou = iou;
+    q.iou_method = iou_method;
+    q.mean_abs_error_near_surface = band.mean_abs_error;
+    q.band_points = band.n_points;
+    return q;
+}
+
 // Host path: the truth at the fixed points is computed once.
 class HostSdfEvaluator : public SdfEvaluator {
 public:
@@ -105,14 +115,9 @@ public:
           method_(iou_method(n_points, "CPU", data.truth().sign_rays())) {}
 
     SdfQuality evaluate(Backend& backend) override {
-        SdfQuality q;
         truth_.rewind();
-        q.iou = sdf_iou(host_field(backend), truth_.fn(), n_points_, seed_);
-        q.iou_method = method_;
-        const BandErrorResult band = sdf_band_error(data_.surface(), host_field(backend), truth_.fn(), kBandPoints, seed_);
-        q.mean_abs_error_near_surface = band.mean_abs_error;
-        q.band_points = band.n_points;
-        return q;
+        const IouResult iou = sdf_iou(host_field(backend), truth_.fn(), n_points_, seed_);
+        return quality_of(iou, method_, sdf_band_error(data_.surface(), host_field(backend), truth_.fn(), kBandPoints, seed_));
     }
 
 private:
@@ -133,16 +138,11 @@ public:
 
     SdfQuality evaluate(Backend& backend) override {
         CudaBackend& cuda = *as_cuda(backend);
-        SdfQuality q;
         DeviceInferenceScope scope(cuda);
         const gpu::DeviceSdfFn truth = bvh_.field(data_.truth().sign_rays());
-        q.iou = gpu::device_sdf_iou(device_field(cuda), truth, n_points_, seed_, cuda.stream());
-        q.iou_method = method_;
-        const BandErrorResult band =
-            gpu::device_sdf_band_error(surface_, device_field(cuda), truth, kBandPoints, seed_, cuda.stream());
-        q.mean_abs_error_near_surface = band.mean_abs_error;
-        q.band_points = band.n_points;
-        return q;
+        const IouResult iou = gpu::device_sdf_iou(device_field(cuda), truth, n_points_, seed_, cuda.stream());
+        return quality_of(iou, method_,
+                          gpu::device_sdf_band_error(surface_, device_field(cuda), truth, kBandPoints, seed_, cuda.stream()));
     }
 
 private:

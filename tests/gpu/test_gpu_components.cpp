@@ -16,6 +16,7 @@
 #include "gpu/components/gpu_grid_encoding.h"
 #include "gpu/components/gpu_loss.h"
 #include "gpu/components/gpu_optimizer.h"
+#include "device_test_util.h"
 #include "io/sample_positions.h"
 #include "launch_grid.h"
 #include "losses/factory.h"
@@ -57,36 +58,9 @@ uint32_t large_batch(uint32_t rows) {
     return under_sanitizer ? std::min(rows, 10007u) : rows;
 }
 
-bool device_available() {
-    static const bool available = [] {
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        return count > 0;
-    }();
-    return available;
-}
-
 // Owns a stream; skips the test without a device; after the test, surfaces
 // any asynchronous kernel fault.
-class GpuTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!device_available()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-        FUSEDNGP_GPU_CHECK(cudaStreamCreate(&stream_));
-    }
-    void TearDown() override {
-        if (!stream_) return;
-        EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess)
-            << "a kernel failed: " << cudaGetErrorString(cudaGetLastError());
-        cudaStreamDestroy(stream_);
-    }
-    void sync() const { FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_)); }
-
-    cudaStream_t stream_ = nullptr;
-};
+using GpuTest = test::DeviceStreamTest;
 
 // ---- host <-> device helpers -------------------------------------------------
 

@@ -8,6 +8,7 @@
 #include "geometry/isosurface_math.h"
 #include "gpu/components/device_buffer.h"
 #include "gpu/geometry/analytic_fields.h"
+#include "gpu/device_test_util.h"
 #include "isosurface_test_util.h"
 
 #include <gtest/gtest.h>
@@ -18,18 +19,6 @@ namespace fusedngp::gpu {
 namespace {
 
 using test::batch_field;
-
-bool device_available() {
-    static const bool available = [] {
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        return count > 0;
-    }();
-    return available;
-}
 
 IsosurfaceSettings settings_at(uint32_t resolution, uint32_t slab_cells = 0) {
     IsosurfaceSettings s;
@@ -70,19 +59,8 @@ float sign_margin(const SdfBatchFn& field, const IsosurfaceSettings& s) {
     return (values.array() - s.level).abs().minCoeff();
 }
 
-class MarchingCubesGpu : public ::testing::Test {
+class MarchingCubesGpu : public test::DeviceStreamTest {
 protected:
-    void SetUp() override {
-        if (!device_available()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-        FUSEDNGP_GPU_CHECK(cudaStreamCreate(&stream_));
-    }
-    void TearDown() override {
-        if (stream_) {
-            FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
-            FUSEDNGP_GPU_CHECK(cudaStreamDestroy(stream_));
-        }
-    }
-
     // GPU vs CPU on the host twin (same counts and order, positions within
     // 1e-5), and vs CPU on the device's own values (the same mesh).
     void expect_matches_cpu(const DeviceSdfFn& device_field, const SdfBatchFn& host_twin, const IsosurfaceSettings& s) {
@@ -99,8 +77,6 @@ protected:
         }
         EXPECT_TRUE(test::closed_and_consistently_oriented(gpu));
     }
-
-    cudaStream_t stream_ = nullptr;
 };
 
 const Vec3 kCenter{0.5f, 0.5f, 0.5f};

@@ -12,6 +12,7 @@
 #include "gpu/render/sdf_render_device.h"
 #include "render/sdf_render.h"
 
+#include "gpu/device_test_util.h"
 #include "sphere_trace_test_util.h"
 
 #include <cuda_runtime_api.h>
@@ -28,31 +29,7 @@ namespace {
 using test::analytic_field;
 using test::test_sphere_sdf;
 
-bool device_available() {
-    static const bool available = [] {
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        return count > 0;
-    }();
-    return available;
-}
-
-class SdfRenderGpu : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!device_available()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-        FUSEDNGP_GPU_CHECK(cudaStreamCreate(&stream_));
-    }
-    void TearDown() override {
-        if (!stream_) return;
-        EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-        cudaStreamDestroy(stream_);
-    }
-    cudaStream_t stream_ = nullptr;
-};
+class SdfRenderGpu : public test::DeviceStreamTest {};
 
 constexpr float kTolerance = 2.f / 255.f;
 

@@ -10,6 +10,7 @@
 #include "gpu/geometry/sdf_metrics_device.h"
 #include "gpu/geometry/sdf_sampling_device.h"
 
+#include "gpu/device_test_util.h"
 #include "mesh_test_util.h"
 
 #include <gtest/gtest.h>
@@ -23,14 +24,6 @@
 
 namespace fusedngp {
 namespace {
-
-bool have_device() {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-#define REQUIRE_DEVICE() \
-    if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 const Vec3 kCenter{0.5f, 0.5f, 0.5f};
 

@@ -10,6 +10,7 @@
 #include "geometry/signed_distance.h"
 #include "gpu/components/device_buffer.h"
 #include "gpu/geometry/device_bvh.h"
+#include "gpu/device_test_util.h"
 #include "mesh_test_util.h"
 
 #include <cuda_runtime_api.h>
@@ -23,31 +24,7 @@ namespace {
 
 constexpr float kTolerance = 1e-5f;
 
-bool device_available() {
-    static const bool available = [] {
-        int count = 0;
-        if (cudaGetDeviceCount(&count) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
-        return count > 0;
-    }();
-    return available;
-}
-
-class SignedDistanceGpu : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!device_available()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-        FUSEDNGP_GPU_CHECK(cudaStreamCreate(&stream_));
-    }
-    void TearDown() override {
-        if (!stream_) return;
-        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
-        FUSEDNGP_GPU_CHECK(cudaStreamDestroy(stream_));
-    }
-    cudaStream_t stream_ = nullptr;
-};
+class SignedDistanceGpu : public test::DeviceStreamTest {};
 
 // 10^5 + 3 points (a partial last block) in [-0.1, 1.1]^3, as [n][3] floats.
 std::vector<float> random_points(uint64_t seed, uint32_t n = 100003) {
@@ -58,14 +35,6 @@ std::vector<float> random_points(uint64_t seed, uint32_t n = 100003) {
 }
 
 Vec3 point_at(const std::vector<float>& points, size_t i) { return {points[3 * i], points[3 * i + 1], points[3 * i + 2]}; }
-
-TriangleMesh concatenate(const TriangleMesh& a, const TriangleMesh& b) {
-    TriangleMesh m = a;
-    const uint32_t offset = (uint32_t)a.vertices.size();
-    m.vertices.insert(m.vertices.end(), b.vertices.begin(), b.vertices.end());
-    for (auto t : b.triangles) m.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
-    return m;
-}
 
 void expect_signed_distances_match(const TriangleMesh& mesh, uint32_t sign_rays, cudaStream_t stream) {
     const GroundTruthSdf cpu(mesh, sign_rays);
@@ -104,8 +73,8 @@ TEST_F(SignedDistanceGpu, TorusMatchesCpu) {
 }
 
 TEST_F(SignedDistanceGpu, OverlappingSpheresMatchCpuWithOneAndFifteenRays) {
-    const TriangleMesh spheres = concatenate(test::make_sphere_mesh({0.4f, 0.5f, 0.5f}, 0.3f),
-                                             test::make_sphere_mesh({0.62f, 0.52f, 0.5f}, 0.25f));
+    const TriangleMesh spheres = test::concatenate_meshes(test::make_sphere_mesh({0.4f, 0.5f, 0.5f}, 0.3f),
+                                                          test::make_sphere_mesh({0.62f, 0.52f, 0.5f}, 0.25f));
     expect_signed_distances_match(spheres, 1, stream_);
     expect_signed_distances_match(spheres, kMaxSignRays, stream_);
 }
