@@ -124,9 +124,7 @@ void bench_model(const BenchSdfOptions& o, json& out) {
                              {"backend", m.backend->name()}};
     std::printf("marching cubes       %10.3f s at %u^3, %zu triangles (%s)\n", mc, o.resolution,
                 mesh.triangles.size(), m.backend->name().c_str());
-    Camera camera;
-    camera.pose = orbit_pose(30.f, 20.f, 2.2f);
-    camera.intrinsics = intrinsics_from_fov(o.width, o.height, 45.f);
+    const Camera camera = default_view_camera(o.width, o.height);
     json renders = json::object();
     for (SdfRenderMode mode : {SdfRenderMode::Shade, SdfRenderMode::Normals, SdfRenderMode::Depth, SdfRenderMode::Ao,
                                SdfRenderMode::Cost}) {

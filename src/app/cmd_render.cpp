@@ -44,13 +44,9 @@ void render_sdf_model_file(const RenderOptions& o, const TrainedModel& t) {
     const SdfRenderMode mode = parse_sdf_render_mode(o.render_mode);
     uint32_t w = o.width ? (uint32_t)o.width : 800, h = o.height ? (uint32_t)o.height : 600;
     if (o.width && !o.height) h = std::max(1u, (uint32_t)(w * 3 / 4));
-    Camera camera;
-    if (!o.camera_file.empty()) {
-        camera = load_camera_file(o.camera_file, w, h);
-    } else {
-        camera.pose = parse_camera_spec(o.camera.empty() ? "orbit:30,20,2.2" : o.camera);
-        camera.intrinsics = intrinsics_from_fov(w, h, 45.f);
-    }
+    Camera camera = default_view_camera(w, h);
+    if (!o.camera_file.empty()) camera = load_camera_file(o.camera_file, w, h);
+    else if (!o.camera.empty()) camera.pose = parse_camera_spec(o.camera);
     OpenedSdfModel m = sdf_model_from(t, o.input, o.backend);
     prepare_output_file(o.out);
     Image img = render_sdf_model(*m.backend, camera, mode);
@@ -91,7 +87,7 @@ void add_render_command(CLI::App& app) {
     cmd->add_option("--out", o->out, "output image, .png (8-bit sRGB) or .exr (float linear)")->required();
     cmd->add_option("--width", o->width, "width in pixels (default: the training image's; keeps aspect if only one is given)");
     cmd->add_option("--height", o->height, "height in pixels");
-    cmd->add_option("--camera", o->camera, "sdf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (default orbit:30,20,2.2)");
+    cmd->add_option("--camera", o->camera, "sdf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (default orbit:30,20,1.6)");
     cmd->add_option("--camera-file", o->camera_file, "sdf: a camera JSON file (docs/SDF.md)");
     cmd->add_option("--render-mode", o->render_mode, "sdf: shade, normals, depth, ao or cost")->capture_default_str();
     cmd->add_option("--backend", o->backend, "sdf: cpu or cuda; default: the best available");

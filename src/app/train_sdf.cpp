@@ -23,15 +23,6 @@
 namespace fusedngp {
 namespace {
 
-// The view `train` renders and `render` defaults to: from the front, a
-// little to the side and above, the whole unit cube in frame.
-Camera default_sdf_camera(uint32_t width, uint32_t height) {
-    Camera c;
-    c.pose = orbit_pose(30.f, 20.f, 2.2f);
-    c.intrinsics = intrinsics_from_fov(width, height, 45.f);
-    return c;
-}
-
 json quality_json(const SdfQuality& q) {
     return json{{"iou", q.iou.iou},
                 {"iou_method", q.iou_method},
@@ -140,7 +131,7 @@ int run_train_sdf(const TrainOptions& o) {
     Snapshot snap{config, "sdf", o.data, data.n_input_dims(), data.n_output_dims(), sdf_mode_info(data.scene()),
                   backend->name(), backend->save_state()};
     save_snapshot((fs::path(o.out) / "snapshot.fusedngp").string(), snap);
-    Image render = render_sdf_model(*backend, default_sdf_camera(800, 600), SdfRenderMode::Shade);
+    Image render = render_sdf_model(*backend, default_view_camera(800, 600), SdfRenderMode::Shade);
     save_png(render, (fs::path(o.out) / "render.png").string());
     MeshResult mesh;
     if (o.mesh_resolution) {

@@ -63,4 +63,11 @@ CameraPose orbit_pose(float yaw_degrees, float pitch_degrees, float distance, Ve
     return pose;
 }
 
+Camera default_view_camera(uint32_t width, uint32_t height) {
+    Camera c;
+    c.pose = orbit_pose(30.f, 20.f, 1.6f);
+    c.intrinsics = intrinsics_from_fov(width, height, 45.f);
+    return c;
+}
+
 } // namespace fusedngp

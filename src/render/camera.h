@@ -62,6 +62,11 @@ float fov_y_degrees(const CameraIntrinsics& k);
 // equal to the position looks along -z.
 CameraPose look_at(Vec3 position, Vec3 target, Vec3 world_up = {0, 1, 0});
 
+// The view `train` renders and `render` defaults to (SDF mode): orbit yaw
+// 30, pitch 20, distance 1.6 around the cube's centre, 45 degree vertical
+// field of view: a mesh normalised to the cube fills most of the frame.
+Camera default_view_camera(uint32_t width, uint32_t height);
+
 // Orbit around `target`: yaw (degrees, about +y, 0 = looking along -z from
 // +z), pitch (degrees, positive = above), distance. Yaw 0, pitch 0 sits at
 // target + (0, 0, distance). The frame is built from the angles (right stays
