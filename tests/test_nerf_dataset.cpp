@@ -440,8 +440,35 @@ TEST(NerfDataset, LoadsLego400WhenPresent) {
         EXPECT_LT(miss, 0.05f);
         EXPECT_GT(dot(to_centre, f.camera.pose.forward), 0.f);
     }
+    NerfDataset test = load_nerf_dataset(paths.test);
+    EXPECT_EQ(test.frames.size(), 50u);
+    EXPECT_EQ(test.images.width, 400u);
     // Not empty: the object covers part of the frame (alpha > 0).
     size_t covered = 0;
     for (size_t i = 3; i < d.images.frame_bytes(); i += 4) covered += d.images.rgba[i] > 0;
     EXPECT_GT(covered, 400u * 400 / 20);
+}
+
+TEST(NerfLensDistortion, MatchesTheFormulaAndUndistortInvertsIt) {
+    LensDistortion lens{-0.12f, 0.03f, 0.002f, -0.0015f};
+    float x = 0.3f, y = -0.2f, dx, dy;
+    distort(lens, x, y, dx, dy);
+    double r2 = 0.13, radial = 1 - 0.12 * r2 + 0.03 * r2 * r2;
+    EXPECT_NEAR(dx, 0.3 * radial + 2 * 0.002 * 0.3 * -0.2 - 0.0015 * (r2 + 2 * 0.09), 1e-6);
+    EXPECT_NEAR(dy, -0.2 * radial + 0.002 * (r2 + 2 * 0.04) + 2 * -0.0015 * 0.3 * -0.2, 1e-6);
+    float worst = 0;
+    for (float u = -0.7f; u <= 0.7f; u += 0.05f)
+        for (float v = -0.5f; v <= 0.5f; v += 0.05f) {
+            float du, dv, bu, bv;
+            distort(lens, u, v, du, dv);
+            undistort(lens, du, dv, bu, bv);
+            worst = std::max(worst, std::fabs(bu - u) + std::fabs(bv - v));
+        }
+    EXPECT_LT(worst, 2e-6f);
+    LensDistortion none;
+    EXPECT_FALSE(none.any());
+    float ux, uy;
+    undistort(none, 0.4f, -0.3f, ux, uy);
+    EXPECT_EQ(ux, 0.4f);
+    EXPECT_EQ(uy, -0.3f);
 }

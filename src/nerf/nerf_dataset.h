@@ -30,6 +30,7 @@
 #pragma once
 
 #include "geometry/vec3.h"
+#include "nerf/lens_distortion.h"
 #include "render/camera.h"
 
 #include <cstddef>
@@ -40,19 +41,10 @@
 
 namespace fusedngp {
 
-// OpenCV's distortion of normalised camera coordinates (x, y) -> distorted:
-// r2 = x^2 + y^2, radial = 1 + k1 r2 + k2 r2^2,
-// x' = x radial + 2 p1 x y + p2 (r2 + 2 x^2), y' = y radial + p1 (r2 + 2 y^2) + 2 p2 x y.
-// Note OpenCV's y points down; the file's values are used as written.
-struct LensDistortion {
-    float k1 = 0, k2 = 0, p1 = 0, p2 = 0;
-    bool any() const { return k1 != 0 || k2 != 0 || p1 != 0 || p2 != 0; }
-};
-
 struct NerfFrame {
     std::string image_path;  // resolved, as opened
     Camera camera;           // pose in the model's coordinates, intrinsics in pixels
-    LensDistortion distortion;
+    LensDistortion distortion;  // nerf/lens_distortion.h
     float transform_matrix[3][4] = {};  // the file's camera-to-world rows, world coordinates
 };
 
