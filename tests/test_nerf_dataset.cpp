@@ -246,17 +246,20 @@ TEST(NerfDataset, BadIntrinsicsNameTheField) {
     root["camera_angle_x"] = "wide";
     expect_bad_scene(root, "camera_angle_x", "expected a number");
     root["camera_angle_x"] = 4.0;
-    expect_bad_scene(root, "camera_angle_x", "(0, pi)");
+    expect_bad_scene(root, ": camera_angle_x: ", "(0, pi)");
     root.erase("camera_angle_x");
     expect_bad_scene(root, "camera_angle_x", "missing");
     root["fl_x"] = -3.0;
-    expect_bad_scene(root, "fl_x", "positive");
+    expect_bad_scene(root, ": fl_x: ", "positive");
     root["fl_x"] = 10.0;
+    root["frames"][1]["fl_x"] = 0.0;
+    expect_bad_scene(root, "frames[1].fl_x", "positive");
+    root["frames"][1].erase("fl_x");
     root["frames"][2]["fl_y"] = json::array({1});
     expect_bad_scene(root, "frames[2].fl_y", "expected a number");
     root["frames"][2].erase("fl_y");
     root["w"] = 8.5;
-    expect_bad_scene(root, "w", "whole number");
+    expect_bad_scene(root, ": w: ", "whole number");
     root["w"] = 16;  // the images are 8x8
     expect_bad_scene(root, "w/h", "16x8 but the image is 8x8");
     root.erase("w");

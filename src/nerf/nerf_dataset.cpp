@@ -104,15 +104,17 @@ uint32_t image_extent(std::optional<double> v, const std::string& file, const st
     return (uint32_t)*v;
 }
 
-// The checks that need no image: types and ranges, a focal length somewhere.
-void validate_intrinsics(const IntrinsicFields& f, const std::string& file, const std::string& prefix) {
+// The checks that need no image: ranges, and (for a frame) a focal length
+// from the frame or the top level.
+void validate_intrinsics(const IntrinsicFields& f, const std::string& file, const std::string& prefix,
+                         bool require_focal) {
     if (f.w) image_extent(f.w, file, prefix + "w");
     if (f.h) image_extent(f.h, file, prefix + "h");
     check_angle(f.angle_x, file, prefix + "camera_angle_x");
     check_angle(f.angle_y, file, prefix + "camera_angle_y");
     if (f.fl_x) positive(f.fl_x, file, prefix + "fl_x");
     if (f.fl_y) positive(f.fl_y, file, prefix + "fl_y");
-    if (!f.fl_x && !f.fl_y && !f.angle_x && !f.angle_y)
+    if (require_focal && !f.fl_x && !f.fl_y && !f.angle_x && !f.angle_y)
         fail(file, "camera_angle_x", "missing (no camera_angle_x, fl_x, camera_angle_y or fl_y at the top level or in " +
                                          prefix.substr(0, prefix.size() - 1) + ")");
 }
@@ -405,6 +407,7 @@ NerfDataset load_nerf_dataset(const std::string& json_path, const NerfLoadOption
     dataset.offset = read_offset(root, file);
     IntrinsicFields shared;
     read_intrinsics(root, file, "", shared);
+    validate_intrinsics(shared, file, "", false);  // so a bad top-level value is named as such
     std::vector<std::string> unsupported;
     note_unsupported(root, unsupported);
 
@@ -427,7 +430,7 @@ NerfDataset load_nerf_dataset(const std::string& json_path, const NerfLoadOption
         read_transform(frame, file, p.prefix, p.transform);
         p.intrinsics = shared;
         read_intrinsics(frame, file, p.prefix, p.intrinsics);
-        validate_intrinsics(p.intrinsics, file, p.prefix);
+        validate_intrinsics(p.intrinsics, file, p.prefix, true);
         note_unsupported(frame, unsupported);
         p.image_path = find_image(base, path_it->get<std::string>());
         if (p.image_path.empty()) {
