@@ -184,8 +184,12 @@ TEST(NerfRayMarch, DenseGridGivesTheFixedLattice) {
     EXPECT_TRUE(march({-1, 3.f, 0.6f}, {1, 0, 0}, all_occupied(1), m).empty());
 }
 
-// One occupied cell: the sparse march emits exactly the dense lattice's points
-// inside that cell (a point within rounding of a face may go either way).
+// One occupied cell (pooled into the coarser cascades as OccupancyGrid does):
+// the sparse march emits a subset of the dense (all-occupied) lattice, every
+// lattice point inside the cell, and nothing outside the cells its bit
+// reaches: the cell itself for cone 0, a coarser cell holding it where a long
+// step tests a coarser cascade. A point within rounding of a face may go
+// either way.
 TEST(NerfRayMarch, OneOccupiedCellGetsOnlyItsLatticePoints) {
     struct Case {
         int n_cascades, k;
@@ -196,16 +200,22 @@ TEST(NerfRayMarch, OneOccupiedCellGetsOnlyItsLatticePoints) {
                           {2, 1, {10, 64, 64}, 0.f}};
     Rng rng(11);
     for (const Case& c : cases) {
+        SCOPED_TRACE("cascade " + std::to_string(c.k) + " cone " + std::to_string(c.cone));
         const Box3 cell = cell_box(c.k, c.cell);
         std::vector<uint8_t> bits((size_t)c.n_cascades * kGridCells / 8, 0);
         set_bit(bits, grid_index(c.k, c.cell));
+        pool_cascade_bits(bits, c.n_cascades);
         MarchSettings m;
         m.n_cascades = c.n_cascades;
         m.cone_angle = c.cone;
         m.max_samples = 1 << 20;
+        const float tol = 1e-5f * cascade_scale(c.n_cascades - 1);
+        Box3 interior = cell;
+        interior.lo += Vec3{tol, tol, tol};
+        interior.hi -= Vec3{tol, tol, tol};
         int rays_with_samples = 0;
         for (int r = 0; r < 200; ++r) {
-            // From a random far point towards a random point of the cell.
+            // From a random point at 1.5 cascade sizes towards a random point of the cell.
             const Vec3 target{rng.uniform(cell.lo.x, cell.hi.x), rng.uniform(cell.lo.y, cell.hi.y),
                               rng.uniform(cell.lo.z, cell.hi.z)};
             const Vec3 origin = target + normalize(Vec3{rng.uniform(-1.f, 1.f), rng.uniform(-1.f, 1.f),
@@ -214,34 +224,62 @@ TEST(NerfRayMarch, OneOccupiedCellGetsOnlyItsLatticePoints) {
             const float jitter = rng.next_float();
             std::vector<Sample> sparse = march(origin, dir, bits, m, jitter);
             std::vector<Sample> dense = march(origin, dir, all_occupied(c.n_cascades), m, jitter);
-            std::vector<Sample> expected;
-            for (const Sample& s : dense)
-                if (cascade_of(s.p) == c.k && grid_index(c.k, cell_of(s.p, c.k)) == grid_index(c.k, c.cell))
-                    expected.push_back(s);
-            const float tol = 1e-5f * cascade_scale(c.n_cascades - 1);
-            for (const Sample& s : sparse) {  // every sample lies in the occupied cell...
-                EXPECT_LE(box_min_distance(cell, s.p), tol);
-                bool on_lattice = false;  // ...and on the dense lattice
+            for (const Sample& s : sparse) {
+                bool on_lattice = false;
                 for (const Sample& d : dense) on_lattice = on_lattice || (d.t == s.t && d.dt == s.dt);
                 EXPECT_TRUE(on_lattice) << s.t;
-            }
-            // Only lattice points on a face may differ.
-            int missing = 0;
-            for (const Sample& e : expected) {
-                bool found = false;
-                for (const Sample& s : sparse) found = found || s.t == e.t;
-                if (!found) {
-                    ++missing;
-                    Box3 shrunk = cell;
-                    shrunk.lo += Vec3{tol, tol, tol};
-                    shrunk.hi -= Vec3{tol, tol, tol};
-                    EXPECT_FALSE(box_contains(shrunk, e.p)) << "interior lattice point skipped at t=" << e.t;
+                const int k = march_cascade(s.p, s.dt, c.n_cascades);
+                if (c.cone == 0.f) {
+                    EXPECT_EQ(k, cascade_of(s.p));
                 }
+                // The tested cell is the occupied one or a coarser cell holding it.
+                const Box3 tested = cell_box(k, cell_of(s.p, k));
+                EXPECT_LE(box_min_distance(tested, s.p), tol);
+                EXPECT_TRUE(tested.lo.x <= cell.lo.x + tol && tested.lo.y <= cell.lo.y + tol &&
+                            tested.lo.z <= cell.lo.z + tol && tested.hi.x >= cell.hi.x - tol &&
+                            tested.hi.y >= cell.hi.y - tol && tested.hi.z >= cell.hi.z - tol)
+                    << "sample at t=" << s.t << " outside the cells the occupied bit reaches";
+            }
+            int missing = 0, expected = 0;
+            for (const Sample& d : dense) {
+                const int k = march_cascade(d.p, d.dt, c.n_cascades);
+                if (!grid_bit(bits.data(), grid_index(k, cell_of(d.p, k)))) continue;
+                ++expected;
+                bool found = false;
+                for (const Sample& s : sparse) found = found || s.t == d.t;
+                if (found) continue;
+                ++missing;
+                EXPECT_FALSE(box_contains(interior, d.p)) << "interior lattice point skipped at t=" << d.t;
             }
             EXPECT_LE(missing, 1);
-            if (!expected.empty()) ++rays_with_samples;
+            if (expected > 0) ++rays_with_samples;
         }
         EXPECT_GT(rays_with_samples, 100);  // most rays do cross lattice points in the cell
+    }
+}
+
+TEST(NerfRayMarch, LongStepsTestCoarserCascades) {
+    EXPECT_EQ(dt_cascade(kMinStep, 8), 0);            // 2 dt < 1/128
+    EXPECT_EQ(dt_cascade(1.f / 256, 8), 0);           // 2 dt = 1/128: still cascade 0
+    EXPECT_EQ(dt_cascade(1.f / 200, 8), 1);
+    EXPECT_EQ(dt_cascade(0.1f, 8), 5);                // 2^5/128 = 0.25 >= 0.2
+    EXPECT_EQ(dt_cascade(0.1f, 3), 2);                // at most the coarsest cascade
+    EXPECT_EQ(march_cascade({0.5f, 0.5f, 0.5f}, 0.1f, 8), 5);
+    EXPECT_EQ(march_cascade({5.f, 0.5f, 0.5f}, kMinStep, 8), 4);
+    EXPECT_EQ(march_cascade({5.f, 0.5f, 0.5f}, kMinStep, 4), 4);  // outside the grid stays outside
+}
+
+TEST(NerfRayMarch, PoolingMarksTheCoarseCellsHoldingAnOccupiedCell) {
+    std::vector<uint8_t> bits(3 * (size_t)kGridCells / 8, 0);
+    const Cell3 fine{77, 13, 100};
+    set_bit(bits, grid_index(0, fine));
+    pool_cascade_bits(bits, 3);
+    const Vec3 p = cell_box(0, fine).center();
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_TRUE(grid_bit(bits.data(), grid_index(k, cell_of(p, k)))) << k;
+        size_t set = 0;
+        for (uint32_t i = 0; i < kGridCells; ++i) set += grid_bit(bits.data(), (uint32_t)k * kGridCells + i);
+        EXPECT_EQ(set, 1u) << k;  // exactly one cell per cascade
     }
 }
 

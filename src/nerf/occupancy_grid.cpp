@@ -75,6 +75,14 @@ void OccupancyGrid::update_bits() {
     std::fill(bits_.begin(), bits_.end(), 0);
     for (size_t i = 0; i < density_.size(); ++i)
         if (density_[i] > threshold_) bits_[i >> 3] |= (uint8_t)(1u << (i & 7));
+    pool_cascade_bits(bits_, n_cascades_);
+}
+
+void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades) {
+    for (int k = 1; k < n_cascades; ++k)
+        for (uint32_t z = 32; z < 96; ++z)
+            for (uint32_t y = 32; y < 96; ++y)
+                for (uint32_t x = 32; x < 96; ++x) pool_cascade_bit(bits.data(), k, {x, y, z});
 }
 
 bool OccupancyGrid::occupied(Vec3 p) const { return grid_occupied(bits_.data(), n_cascades_, p); }

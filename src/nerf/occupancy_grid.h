@@ -21,14 +21,18 @@
 //     kOccupancyDensity = 0.01 / kMinStep = 0.01 * 1024 / sqrt(3) ~ 5.91
 //     (instant-ngp's minimum optical thickness 0.01 over one minimum step);
 //     bit i = density[i] > threshold.
+//  5. Pool: for k = 1 .. n_cascades-1, each cell of cascade k's inner octant
+//     also gets its bit when any of the 8 cascade-(k-1) cells it covers has
+//     one (ray_marching_math.h pool_cascade_bit), so a march that tests a
+//     coarser cascade for a long step never skips an occupied fine cell.
 // Random numbers are taken from `rng` in a fixed order (per cascade: the cell
 // draws, then the jitter, three floats per sample), so an update is
 // deterministic for the generator's state.
 //
 // Before the first update every bit is set (march everything) and every
 // density is 0. The inner region of cascade k > 0 (covered by cascade k-1) is
-// sampled and stored like the rest but never read by the marcher, which uses
-// the finest cascade holding a point.
+// sampled and stored like the rest; occupied(p) reads the finest cascade
+// holding p, the march may read a coarser one (march_cascade).
 #pragma once
 
 #include "core/common.h"
@@ -43,6 +47,10 @@ namespace fusedngp::nerf {
 
 // points [n][3] (model space) -> densities [n][1] after the activation.
 using DensityBatchFn = std::function<void(const Matrix<float>& points, Matrix<float>& densities)>;
+
+// Step 5 of update on any bitfield [n_cascades * 128^3 / 8]: ORs each
+// cascade's bits into the next coarser cascade's inner octant, finest first.
+void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades);
 
 constexpr float kOccupancyDensity = 0.01f / (1.7320508075688772f / 1024.f);
 

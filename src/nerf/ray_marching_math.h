@@ -35,10 +35,19 @@
 // starts at t = t0 + jitter * dt(t0), jitter in [0,1) from the caller (0 for a
 // fixed lattice, random in training against aliasing). From then on t only
 // advances by t <- t + dt(t): the candidate samples are one fixed lattice per
-// ray. At each lattice point p = o + t dir the march tests p's cell bit in
-// cascade_of(p): an occupied cell emits the sample (p, t, dt(t)); an empty cell
-// is skipped by advancing t along the lattice until it passes the cell's exit
-// (t_exit = where the ray leaves the axis-aligned cell). Skipping never moves
+// ray (instant-ngp's cone lattice is the closed form of the same recurrence in
+// its "stepping space"; ours is the plain recurrence, identical for cone 0).
+// At each lattice point p = o + t dir the march tests p's cell bit in the
+// lookup cascade
+//   march_cascade(p, dt) = max(cascade_of(p), dt_cascade(dt)),
+//   dt_cascade(dt) = the smallest k with 2^k / 128 >= 2 dt (at most n_cascades-1)
+// so a step is never longer than half a cell it tests (instant-ngp's
+// mip_from_dt; with cone 0 it is always cascade_of(p)). An occupied cell
+// emits the sample (p, t, dt(t)); an empty cell is skipped by advancing t
+// along the lattice until it passes the cell's exit (t_exit = where the ray
+// leaves the axis-aligned cell). The coarse cascades' inner region must then
+// be conservative: OccupancyGrid ORs every cascade's bits into the next
+// coarser one's inner octant (pool_cascade_bit below). Skipping never moves
 // off the lattice, so the samples of a sparse grid are exactly the lattice
 // points of a dense (all-occupied) grid that lie in occupied cells, except a
 // lattice point within float rounding of a cell face, which may be attributed
@@ -154,6 +163,35 @@ FUSEDNGP_HD bool grid_occupied(const uint8_t* bits, int n_cascades, Vec3 p) {
     return k < n_cascades && grid_bit(bits, grid_index(k, cell_of(p, k)));
 }
 
+FUSEDNGP_HD int dt_cascade(float dt, int n_cascades) {
+    int k = 0;
+    while (k < n_cascades - 1 && cascade_scale(k) / (float)kGridResolution < 2.f * dt) ++k;
+    return k;
+}
+
+// The cascade whose bit a march step of length dt at p tests (>= n_cascades:
+// p is outside the grid).
+FUSEDNGP_HD int march_cascade(Vec3 p, float dt, int n_cascades) {
+    const int k = cascade_of(p);
+    if (k >= n_cascades) return k;
+    const int kd = dt_cascade(dt, n_cascades);
+    return k > kd ? k : kd;
+}
+
+// Coarse cell c of cascade k (k >= 1) in the inner octant (c_a in [32, 96))
+// covers the fine cells 2 (c_a - 32) + {0, 1} of cascade k-1. Sets the coarse
+// bit when any of those 8 fine bits is set, for k = 1 .. n_cascades-1 in
+// order, so occupancy propagates to every coarser cascade. The 8 fine cells
+// of one coarse cell are one Morton-aligned block: one byte.
+FUSEDNGP_HD void pool_cascade_bit(uint8_t* bits, int k, Cell3 coarse) {
+    const Cell3 fine0{2 * (coarse.x - 32), 2 * (coarse.y - 32), 2 * (coarse.z - 32)};
+    const uint32_t fine_index = grid_index(k - 1, fine0);  // a multiple of 8
+    if (bits[fine_index >> 3] != 0) {
+        const uint32_t i = grid_index(k, coarse);
+        bits[i >> 3] |= (uint8_t)(1u << (i & 7u));
+    }
+}
+
 // ---- Rays --------------------------------------------------------------------
 
 // 1/dir with zero components replaced by 1e-30 (so 0 * inf never makes NaN).
@@ -217,7 +255,7 @@ FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitte
     while (t <= t1 && n < m.max_samples) {
         const Vec3 p = origin + dir * t;
         const float dt = march_step(t, m.cone_angle, m.n_cascades);
-        const int k = cascade_of(p);
+        const int k = march_cascade(p, dt, m.n_cascades);
         if (k >= m.n_cascades) {  // bounds larger than the grid: nothing there
             t += dt;
             continue;
