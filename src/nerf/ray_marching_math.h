@@ -15,6 +15,7 @@
 //
 // Cell index. Within cascade k, the point's cell is
 //   q = (p - 0.5) / 2^k + 0.5,   cell_a = clamp(floor(128 q_a), 0, 127)
+// (the clamp puts the closed box's upper faces into the last cells)
 // and its index in the grid's arrays (density, bits) is
 //   index = k * 128^3 + morton3(cell_x, cell_y, cell_z)
 // with morton3 interleaving the 7 bits of each axis (bit 3i: x_i, 3i+1: y_i,
@@ -28,7 +29,8 @@
 // cone_angle 0 (synthetic scenes) gives the fixed step kMinStep; instant-ngp
 // uses 1/256 for real scenes with a large aabb_scale. Instant-ngp caps at the
 // 8-cascade value sqrt(3) whatever the scene; we cap at the coarsest cascade in
-// use, which is the same for aabb_scale 128 and never steps over a whole cell.
+// use (the same for aabb_scale 128), so small scenes never take steps longer
+// than their coarsest cell's diagonal.
 // `dir` is unit length throughout, so t and dt are model-space distances.
 //
 // Sample positions. A ray enters the marching box at t0 (>= 0) and the march
@@ -41,15 +43,16 @@
 // lookup cascade
 //   march_cascade(p, dt) = max(cascade_of(p), dt_cascade(dt)),
 //   dt_cascade(dt) = the smallest k with 2^k / 128 >= 2 dt (at most n_cascades-1)
-// so a step is never longer than half a cell it tests (instant-ngp's
-// mip_from_dt; with cone 0 it is always cascade_of(p)). An occupied cell
+// so a step is never longer than half the cell it tests (instant-ngp's
+// mip_from_dt; with cone 0 it is always cascade_of(p)), except in the coarsest
+// cascade, where dt may grow to max_step. An occupied cell
 // emits the sample (p, t, dt(t)); an empty cell is skipped by advancing t
 // along the lattice until it passes the cell's exit (t_exit = where the ray
 // leaves the axis-aligned cell). The coarse cascades' inner region must then
 // be conservative: OccupancyGrid ORs every cascade's bits into the next
 // coarser one's inner octant (pool_cascade_bit below). Skipping never moves
 // off the lattice, so the samples of a sparse grid are exactly the lattice
-// points of a dense (all-occupied) grid that lie in occupied cells, except a
+// points of a dense (all-occupied) grid whose tested cell is occupied, except a
 // lattice point within float rounding of a cell face, which may be attributed
 // to either side. The march ends at the box's exit or at max_samples.
 #pragma once
