@@ -1,0 +1,277 @@
+// Per-ray marching math of the NeRF mode, shared by the CPU reference and the
+// future CUDA kernels (FUSEDNGP_HD): the cascaded occupancy grid's addressing,
+// the step size rule and the march that skips empty cells.
+//
+// Coordinates. The scene lives in model space, the unit cube [0,1]^3 centred
+// at 0.5 (as instant-ngp). Cascade k (k = 0 .. n_cascades-1, at most 8) is a
+// 128^3 grid over the box
+//
+//   B_k = [0.5 - 2^(k-1), 0.5 + 2^(k-1)]^3      (B_0 = [0,1]^3, B_1 = [-0.5,1.5]^3, ...)
+//
+// so its cells have side 2^k / 128. A point belongs to the finest cascade that
+// holds it: cascade_of(p) = the smallest k with max_a |p_a - 0.5| <= 2^(k-1)
+// (closed boxes: the faces of [0,1]^3 belong to cascade 0), or kMaxCascades
+// where no cascade does.
+//
+// Cell index. Within cascade k, the point's cell is
+//   q = (p - 0.5) / 2^k + 0.5,   cell_a = clamp(floor(128 q_a), 0, 127)
+// (the clamp puts the closed box's upper faces into the last cells)
+// and its index in the grid's arrays (density, bits) is
+//   index = k * 128^3 + morton3(cell_x, cell_y, cell_z)
+// with morton3 interleaving the 7 bits of each axis (bit 3i: x_i, 3i+1: y_i,
+// 3i+2: z_i). The bitfield holds one bit per cell: bit (index % 8) of byte
+// (index / 8), so a byte covers a 2x2x2 block (Morton order).
+//
+// Step size (cone tracing, instant-ngp's rule):
+//   dt(t) = clamp(t * cone_angle, kMinStep, max_step(n_cascades))
+//   kMinStep = sqrt(3) / 1024         (1024 steps across the unit cube's diagonal)
+//   max_step(n) = sqrt(3) * 2^(n-1) / 128   (a cell diagonal of the coarsest cascade)
+// cone_angle 0 (synthetic scenes) gives the fixed step kMinStep; instant-ngp
+// uses 1/256 for real scenes with a large aabb_scale. Instant-ngp caps at the
+// 8-cascade value sqrt(3) whatever the scene; we cap at the coarsest cascade in
+// use (the same for aabb_scale 128), so small scenes never take steps longer
+// than their coarsest cell's diagonal.
+// `dir` is unit length throughout, so t and dt are model-space distances.
+//
+// Sample positions. A ray enters the marching box at t0 (>= 0) and the march
+// starts at t = t0 + jitter * dt(t0), jitter in [0,1) from the caller (0 for a
+// fixed lattice, random in training against aliasing). From then on t only
+// advances by t <- t + dt(t): the candidate samples are one fixed lattice per
+// ray (instant-ngp's cone lattice is the closed form of the same recurrence in
+// its "stepping space"; ours is the plain recurrence, identical for cone 0).
+// At each lattice point p = o + t dir the march tests p's cell bit in the
+// lookup cascade
+//   march_cascade(p, dt) = max(cascade_of(p), dt_cascade(dt)),
+//   dt_cascade(dt) = the smallest k with 2^k / 128 >= 2 dt (at most n_cascades-1)
+// so a step is never longer than half the cell it tests (instant-ngp's
+// mip_from_dt; with cone 0 it is always cascade_of(p)), except in the coarsest
+// cascade, where dt may grow to max_step. An occupied cell
+// emits the sample (p, t, dt(t)); an empty cell is skipped by advancing t
+// along the lattice until it passes the cell's exit (t_exit = where the ray
+// leaves the axis-aligned cell). The coarse cascades' inner region must then
+// be conservative: OccupancyGrid ORs every cascade's bits into the next
+// coarser one's inner octant (pool_cascade_bit below). Skipping never moves
+// off the lattice, so the samples of a sparse grid are exactly the lattice
+// points of a dense (all-occupied) grid whose tested cell is occupied, except a
+// lattice point within float rounding of a cell face, which may be attributed
+// to either side. The march ends at the box's exit or at max_samples.
+#pragma once
+
+#include "geometry/vec3.h"
+
+#include <cstdint>
+
+namespace fusedngp::nerf {
+
+constexpr int kGridResolution = 128;
+constexpr uint32_t kGridCells = 128u * 128u * 128u;  // cells per cascade
+constexpr int kMaxCascades = 8;
+constexpr float kMinStep = 1.7320508075688772f / 1024.f;
+
+// n_cascades = log2(aabb_scale) + 1 for aabb_scale a power of two in [1, 128];
+// 0 where aabb_scale is not one.
+FUSEDNGP_HD int cascades_for_aabb_scale(int aabb_scale) {
+    for (int k = 0; k < kMaxCascades; ++k)
+        if (aabb_scale == (1 << k)) return k + 1;
+    return 0;
+}
+
+FUSEDNGP_HD float cascade_scale(int k) { return (float)(1u << k); }  // 2^k, exact
+
+FUSEDNGP_HD Box3 cascade_box(int k) {
+    const float half = 0.5f * cascade_scale(k);
+    Box3 b;
+    b.lo = {0.5f - half, 0.5f - half, 0.5f - half};
+    b.hi = {0.5f + half, 0.5f + half, 0.5f + half};
+    return b;
+}
+
+FUSEDNGP_HD float max_step(int n_cascades) {
+    return 1.7320508075688772f * cascade_scale(n_cascades - 1) / (float)kGridResolution;
+}
+
+FUSEDNGP_HD float march_step(float t, float cone_angle, int n_cascades) {
+    const float dt = t * cone_angle;
+    const float hi = max_step(n_cascades);
+    return dt < kMinStep ? kMinStep : (dt > hi ? hi : dt);
+}
+
+// The finest cascade holding p, kMaxCascades where none does. Comparing with
+// exact powers of two keeps the boundaries exact in float.
+FUSEDNGP_HD int cascade_of(Vec3 p) {
+    const float m = fmaxf(fabsf(p.x - 0.5f), fmaxf(fabsf(p.y - 0.5f), fabsf(p.z - 0.5f)));
+    float half = 0.5f;
+    int k = 0;
+    while (k < kMaxCascades && !(m <= half)) {
+        half *= 2.f;
+        ++k;
+    }
+    return k;
+}
+
+// ---- Morton order of a 128^3 cell ------------------------------------------
+
+// Spreads the low 7 bits of v to bits 0, 3, 6, ..., 18.
+FUSEDNGP_HD uint32_t morton_spread7(uint32_t v) {
+    uint32_t r = 0;
+    for (int i = 0; i < 7; ++i) r |= ((v >> i) & 1u) << (3 * i);
+    return r;
+}
+FUSEDNGP_HD uint32_t morton_compact7(uint32_t m) {
+    uint32_t r = 0;
+    for (int i = 0; i < 7; ++i) r |= ((m >> (3 * i)) & 1u) << i;
+    return r;
+}
+FUSEDNGP_HD uint32_t morton3(uint32_t x, uint32_t y, uint32_t z) {
+    return morton_spread7(x) | (morton_spread7(y) << 1) | (morton_spread7(z) << 2);
+}
+struct Cell3 {
+    uint32_t x = 0, y = 0, z = 0;
+};
+FUSEDNGP_HD Cell3 morton3_decode(uint32_t m) {
+    return {morton_compact7(m), morton_compact7(m >> 1), morton_compact7(m >> 2)};
+}
+
+// ---- Cells of a cascade ----------------------------------------------------
+
+FUSEDNGP_HD uint32_t cell_coord(float p, float scale) {
+    const float q = ((p - 0.5f) / scale + 0.5f) * (float)kGridResolution;
+    const int i = (int)floorf(q);
+    return (uint32_t)(i < 0 ? 0 : (i > kGridResolution - 1 ? kGridResolution - 1 : i));
+}
+
+FUSEDNGP_HD Cell3 cell_of(Vec3 p, int k) {
+    const float s = cascade_scale(k);
+    return {cell_coord(p.x, s), cell_coord(p.y, s), cell_coord(p.z, s)};
+}
+
+FUSEDNGP_HD uint32_t grid_index(int k, Cell3 c) { return (uint32_t)k * kGridCells + morton3(c.x, c.y, c.z); }
+
+// Model-space box of a cell: lo_a = 0.5 + (cell_a / 128 - 0.5) * 2^k.
+FUSEDNGP_HD Box3 cell_box(int k, Cell3 c) {
+    const float s = cascade_scale(k);
+    const float side = s / (float)kGridResolution;
+    Box3 b;
+    b.lo = {0.5f + ((float)c.x / kGridResolution - 0.5f) * s, 0.5f + ((float)c.y / kGridResolution - 0.5f) * s,
+            0.5f + ((float)c.z / kGridResolution - 0.5f) * s};
+    b.hi = b.lo + Vec3{side, side, side};
+    return b;
+}
+
+FUSEDNGP_HD bool grid_bit(const uint8_t* bits, uint32_t index) { return (bits[index >> 3] >> (index & 7u)) & 1u; }
+
+// Whether p lies in an occupied cell of its cascade; false outside the grid.
+FUSEDNGP_HD bool grid_occupied(const uint8_t* bits, int n_cascades, Vec3 p) {
+    const int k = cascade_of(p);
+    return k < n_cascades && grid_bit(bits, grid_index(k, cell_of(p, k)));
+}
+
+FUSEDNGP_HD int dt_cascade(float dt, int n_cascades) {
+    int k = 0;
+    while (k < n_cascades - 1 && cascade_scale(k) / (float)kGridResolution < 2.f * dt) ++k;
+    return k;
+}
+
+// The cascade whose bit a march step of length dt at p tests (>= n_cascades:
+// p is outside the grid).
+FUSEDNGP_HD int march_cascade(Vec3 p, float dt, int n_cascades) {
+    const int k = cascade_of(p);
+    if (k >= n_cascades) return k;
+    const int kd = dt_cascade(dt, n_cascades);
+    return k > kd ? k : kd;
+}
+
+// Coarse cell c of cascade k (k >= 1) in the inner octant (c_a in [32, 96))
+// covers the fine cells 2 (c_a - 32) + {0, 1} of cascade k-1. Sets the coarse
+// bit when any of those 8 fine bits is set, for k = 1 .. n_cascades-1 in
+// order, so occupancy propagates to every coarser cascade. The 8 fine cells
+// of one coarse cell are one Morton-aligned block: one byte.
+FUSEDNGP_HD void pool_cascade_bit(uint8_t* bits, int k, Cell3 coarse) {
+    const Cell3 fine0{2 * (coarse.x - 32), 2 * (coarse.y - 32), 2 * (coarse.z - 32)};
+    const uint32_t fine_index = grid_index(k - 1, fine0);  // a multiple of 8
+    if (bits[fine_index >> 3] != 0) {
+        const uint32_t i = grid_index(k, coarse);
+        bits[i >> 3] |= (uint8_t)(1u << (i & 7u));
+    }
+}
+
+// ---- Rays --------------------------------------------------------------------
+
+// 1/dir with zero components replaced by 1e-30 (so 0 * inf never makes NaN).
+FUSEDNGP_HD Vec3 safe_inverse(Vec3 d) {
+    return {1.f / (d.x != 0 ? d.x : 1e-30f), 1.f / (d.y != 0 ? d.y : 1e-30f), 1.f / (d.z != 0 ? d.z : 1e-30f)};
+}
+
+// Slab test: the ray's interval [t0, t1] inside the box, clipped to t >= 0.
+// False when the ray misses it (or the box lies behind the origin).
+FUSEDNGP_HD bool ray_box_interval(Vec3 origin, Vec3 inv_dir, const Box3& box, float& t0, float& t1) {
+    t0 = 0.f;
+    t1 = 3.4e38f;
+    for (int a = 0; a < 3; ++a) {
+        float ta = (box.lo[a] - origin[a]) * inv_dir[a];
+        float tb = (box.hi[a] - origin[a]) * inv_dir[a];
+        if (ta > tb) { float s = ta; ta = tb; tb = s; }
+        t0 = fmaxf(t0, ta);
+        t1 = fminf(t1, tb);
+    }
+    return t0 <= t1;
+}
+
+// Distance from p (on the ray) to where the ray leaves the axis-aligned box.
+FUSEDNGP_HD float distance_to_exit(Vec3 p, Vec3 dir, Vec3 inv_dir, const Box3& box) {
+    float d = 3.4e38f;
+    for (int a = 0; a < 3; ++a) {
+        const float face = dir[a] >= 0 ? box.hi[a] : box.lo[a];
+        d = fminf(d, (face - p[a]) * inv_dir[a]);
+    }
+    return fmaxf(d, 0.f);
+}
+
+// Skips the empty cell holding p = origin + t dir (cascade k): advances t along
+// the lattice, at least one step, until t passes the cell's exit.
+FUSEDNGP_HD float skip_empty_cell(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k, float cone_angle, int n_cascades) {
+    const float t_exit = t + distance_to_exit(p, dir, inv_dir, cell_box(k, cell_of(p, k)));
+    do {
+        t += march_step(t, cone_angle, n_cascades);
+    } while (t < t_exit);
+    return t;
+}
+
+struct MarchSettings {
+    float cone_angle = 0.f;  // 0: fixed step kMinStep
+    int n_cascades = 1;
+    int max_samples = 1024;  // per ray
+};
+
+// Marches one ray through `bounds` (usually cascade_box(n_cascades - 1) or a
+// tighter scene box), calling emit(Vec3 p, float t, float dt) for each sample
+// in an occupied cell, in order. Returns the number of samples emitted.
+// `dir` must be unit length; t must stay below ~1e4 so t + kMinStep != t.
+template <typename Emit>
+FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitter, const uint8_t* bits,
+                          const MarchSettings& m, Emit&& emit) {
+    const Vec3 inv_dir = safe_inverse(dir);
+    float t0, t1;
+    if (!ray_box_interval(origin, inv_dir, bounds, t0, t1)) return 0;
+    float t = t0 + jitter * march_step(t0, m.cone_angle, m.n_cascades);
+    int n = 0;
+    while (t <= t1 && n < m.max_samples) {
+        const Vec3 p = origin + dir * t;
+        const float dt = march_step(t, m.cone_angle, m.n_cascades);
+        const int k = march_cascade(p, dt, m.n_cascades);
+        if (k >= m.n_cascades) {  // bounds larger than the grid: nothing there
+            t += dt;
+            continue;
+        }
+        if (grid_bit(bits, grid_index(k, cell_of(p, k)))) {
+            emit(p, t, dt);
+            ++n;
+            t += dt;
+        } else {
+            t = skip_empty_cell(t, p, dir, inv_dir, k, m.cone_angle, m.n_cascades);
+        }
+    }
+    return n;
+}
+
+} // namespace fusedngp::nerf
