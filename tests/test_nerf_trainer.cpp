@@ -131,6 +131,25 @@ TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
     EXPECT_GT(psnr, psnr_before + 10.0);
 }
 
+TEST(NerfTrainer, SameSeedGivesIdenticalStepsAndOtherSeedsDiffer) {
+    const NerfDataset data = synthetic_split("nerf_trainer_seed", 3, 0, 8, "transforms_train.json");
+    NerfTrainerSettings s;
+    s.rays_per_batch = 32;
+    s.max_samples_per_ray = 32;
+    s.cone_angle = 0.05f;
+    s.occupancy_update_interval = 4;
+    s.occupancy.warmup_steps = 0;
+    auto losses = [&](uint64_t seed) {
+        s.seed = seed;
+        NerfTrainer<float> trainer(data, nerf_config(2, 10, 16, "L2"), s);
+        std::vector<float> out;
+        for (int i = 0; i < 6; ++i) out.push_back(trainer.step());
+        return out;
+    };
+    EXPECT_EQ(losses(1), losses(1));
+    EXPECT_NE(losses(1), losses(2));
+}
+
 TEST(NerfTrainer, ShippedConfigTrainsAndOutputActivationsAreTheTrainers) {
     const NerfDataset data = synthetic_split("nerf_trainer_config", 2, 0, 8, "transforms_train.json");
     json config = load_config_file(std::string(FUSEDNGP_SOURCE_DIR) + "/configs/nerf.json");
