@@ -1,0 +1,333 @@
+#include "nerf/nerf_trainer.h"
+
+#include "core/errors.h"
+#include "core/json_fields.h"
+#include "losses/factory.h"
+#include "nerf/volume_rendering.h"
+#include "optimizers/factory.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fusedngp::nerf {
+
+namespace {
+
+constexpr uint32_t kDensityOutputs = 16;
+constexpr uint32_t kColourInputs = 3 + kDensityOutputs;
+// Rays per inference chunk of render_view, and points per chunk of the grid update.
+constexpr size_t kRenderChunkRays = 4096;
+constexpr Eigen::Index kDensityChunk = 1 << 16;
+
+template <typename T>
+T sigmoid(T x) { return (T)1 / ((T)1 + scalar_exp(-x)); }
+
+// The trainer applies both activations itself, so the networks must not.
+void require_no_output_activation(const json& config, const std::string& section) {
+    if (!config.contains(section)) throw ConfigError(section, "missing section");
+    const json& net = config.at(section);
+    const std::string act = get_string(net, section, "output_activation", "None");
+    if (act != "None")
+        throw ConfigError(section + ".output_activation",
+                          "must be None (the NeRF trainer applies trunc_exp / sigmoid itself), got " + act);
+}
+
+json model_config(const json& config, const std::string& encoding, const std::string& network) {
+    if (!config.contains(encoding)) throw ConfigError(encoding, "missing section");
+    return json{{"encoding", config.at(encoding)}, {"network", config.at(network)}};
+}
+
+const json& with_checked_activations(const json& config) {
+    require_no_output_activation(config, "network");
+    require_no_output_activation(config, "rgb_network");
+    return config;
+}
+
+Box3 intersect(const Box3& a, const Box3& b) {
+    Box3 r;
+    for (int i = 0; i < 3; ++i) {
+        r.lo[i] = std::max(a.lo[i], b.lo[i]);
+        r.hi[i] = std::min(a.hi[i], b.hi[i]);
+    }
+    return r;
+}
+
+// Composited target of one pixel: rgb * alpha + bg * (1 - alpha), in [0, 1].
+template <typename T>
+void pixel_target(const NerfImages& images, size_t frame, uint32_t x, uint32_t y, const T* bg, T* out) {
+    const uint8_t* p = images.frame(frame) + ((size_t)y * images.width + x) * 4;
+    const T a = (T)p[3] / (T)255;
+    for (int c = 0; c < 3; ++c) out[c] = (T)p[c] / (T)255 * a + bg[c] * ((T)1 - a);
+}
+
+} // namespace
+
+template <typename T>
+NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, const NerfTrainerSettings& settings)
+    : dataset_(dataset),
+      settings_(settings),
+      density_(3, kDensityOutputs, model_config(with_checked_activations(config), "encoding", "network"),
+               derive_seed(settings.seed, 1)),
+      colour_(kColourInputs, 3, model_config(config, "dir_encoding", "rgb_network"), derive_seed(settings.seed, 2)),
+      grid_((int)dataset.aabb_scale, settings.occupancy),
+      rng_(derive_seed(settings.seed, 3)) {
+    if (dataset_.frames.empty()) throw InputError(dataset_.source + ": no frames to train on");
+    if (!config.contains("loss")) throw ConfigError("loss", "missing section");
+    if (!config.contains("optimizer")) throw ConfigError("optimizer", "missing section");
+    loss_ = create_loss<T>(config.at("loss"), "loss");
+    density_optimizer_ = create_optimizer<T>(config.at("optimizer"), "optimizer");
+    colour_optimizer_ = create_optimizer<T>(config.at("optimizer"), "optimizer");
+    density_optimizer_->allocate(density_.param_groups());
+    colour_optimizer_->allocate(colour_.param_groups());
+    march_.cone_angle = settings_.cone_angle;
+    march_.n_cascades = grid_.n_cascades();
+    march_.max_samples = settings_.max_samples_per_ray;
+    bounds_ = intersect(nerf_scene_box(dataset_), cascade_box(grid_.n_cascades() - 1));
+}
+
+template <typename T>
+NerfBatch<T> NerfTrainer<T>::sample_batch() {
+    const uint32_t n_rays = settings_.rays_per_batch;
+    const NerfImages& images = dataset_.images;
+    NerfBatch<T> b;
+    b.target.resize(3 * (size_t)n_rays);
+    b.background.resize(3 * (size_t)n_rays);
+    b.first.assign(1, 0);
+    std::vector<float> pos, dir;
+    for (uint32_t r = 0; r < n_rays; ++r) {
+        const size_t frame = rng_.next_u64() % dataset_.frames.size();
+        const uint32_t x = (uint32_t)(rng_.next_u64() % images.width);
+        const uint32_t y = (uint32_t)(rng_.next_u64() % images.height);
+        const float jx = rng_.next_float(), jy = rng_.next_float();
+        T* bg = &b.background[3 * r];
+        for (int c = 0; c < 3; ++c) bg[c] = (T)rng_.next_float();
+        pixel_target(images, frame, x, y, bg, &b.target[3 * r]);
+        const Ray ray = camera_ray(dataset_.frames[frame].camera, (float)x + jx, (float)y + jy);
+        march_ray(ray.origin, ray.direction, bounds_, rng_.next_float(), grid_.bits().data(), march_,
+                  [&](Vec3 p, float t, float dt) {
+                      for (int a = 0; a < 3; ++a) {
+                          pos.push_back(p[a]);
+                          dir.push_back(0.5f * (ray.direction[a] + 1.f));
+                      }
+                      b.t.push_back((T)t);
+                      b.dt.push_back((T)dt);
+                  });
+        b.first.push_back((uint32_t)b.t.size());
+    }
+    const Eigen::Index n = (Eigen::Index)b.t.size();
+    b.positions.resize(n, 3);
+    b.directions.resize(n, 3);
+    for (Eigen::Index s = 0; s < n; ++s)
+        for (int a = 0; a < 3; ++a) {
+            b.positions(s, a) = (T)pos[3 * s + a];
+            b.directions(s, a) = (T)dir[3 * s + a];
+        }
+    return b;
+}
+
+template <typename T>
+T NerfTrainer<T>::loss_and_gradients(const NerfBatch<T>& b, std::vector<T>* density_grads,
+                                     std::vector<T>* colour_grads) {
+    const size_t n_rays = b.n_rays();
+    const Eigen::Index n = b.positions.rows();
+    // Per-sample activations.
+    Matrix<T> density_out, colour_in, colour_raw;
+    std::vector<T> sigma(n), rgb(3 * (size_t)n);
+    if (n > 0) {
+        density_.forward(b.positions, density_out);
+        colour_in.resize(n, kColourInputs);
+        colour_in.leftCols(3) = b.directions;
+        colour_in.rightCols(kDensityOutputs) = density_out;
+        colour_.forward(colour_in, colour_raw);
+        for (Eigen::Index s = 0; s < n; ++s) {
+            sigma[s] = trunc_exp(density_out(s, 0));
+            for (int c = 0; c < 3; ++c) rgb[3 * s + c] = sigmoid(colour_raw(s, c));
+        }
+    }
+    // Per-ray volume rendering.
+    Matrix<T> pred((Eigen::Index)n_rays, 3), target((Eigen::Index)n_rays, 3), dpred;
+    std::vector<RayResult<T>> results(n_rays);
+    auto ray_samples = [&](size_t r) {
+        RaySamples<T> rs;
+        const uint32_t f = b.first[r];
+        rs.n = (int)(b.first[r + 1] - f);
+        rs.sigma = sigma.data() + f;
+        rs.rgb = rgb.data() + 3 * (size_t)f;
+        rs.dt = b.dt.data() + f;
+        rs.t = b.t.data() + f;
+        return rs;
+    };
+    for (size_t r = 0; r < n_rays; ++r) {
+        results[r] = render_ray(ray_samples(r), &b.background[3 * r]);
+        for (int c = 0; c < 3; ++c) {
+            pred((Eigen::Index)r, c) = results[r].rgb[c];
+            target((Eigen::Index)r, c) = b.target[3 * r + c];
+        }
+    }
+    const bool want_grads = density_grads || colour_grads;
+    const T loss = loss_->evaluate(pred, target, want_grads ? &dpred : nullptr);
+    if (!want_grads) return loss;
+    if (n == 0) {
+        if (density_grads) density_grads->assign(density_.n_params(), (T)0);
+        if (colour_grads) colour_grads->assign(colour_.n_params(), (T)0);
+        return loss;
+    }
+    // Backward through the rendering: dL/dsigma and dL/drgb per sample.
+    std::vector<T> d_sigma(n), d_rgb(3 * (size_t)n);
+    for (size_t r = 0; r < n_rays; ++r) {
+        RayOutputGrad<T> g;
+        for (int c = 0; c < 3; ++c) g.rgb[c] = dpred((Eigen::Index)r, c);
+        const uint32_t f = b.first[r];
+        render_ray_backward(ray_samples(r), results[r], g, RayInputGrad<T>{d_sigma.data() + f, d_rgb.data() + 3 * (size_t)f});
+    }
+    // Through the sigmoid, then the colour model (params and input).
+    Matrix<T> d_colour_raw(n, 3), d_colour_in;
+    for (Eigen::Index s = 0; s < n; ++s)
+        for (int c = 0; c < 3; ++c) {
+            const T y = rgb[3 * s + c];
+            d_colour_raw(s, c) = d_rgb[3 * s + c] * y * ((T)1 - y);
+        }
+    std::vector<T> local_colour;
+    colour_.backward(colour_in, d_colour_raw, colour_grads ? *colour_grads : local_colour, &d_colour_in);
+    // The density outputs feed the colour model (all 16) and, output 0, sigma.
+    Matrix<T> d_density_out = d_colour_in.rightCols(kDensityOutputs);
+    for (Eigen::Index s = 0; s < n; ++s) d_density_out(s, 0) += d_sigma[s] * trunc_exp_grad(density_out(s, 0));
+    std::vector<T> local_density;
+    density_.backward(b.positions, d_density_out, density_grads ? *density_grads : local_density);
+    return loss;
+}
+
+template <typename T>
+T NerfTrainer<T>::step() {
+    if (settings_.occupancy_update_interval > 0 && step_ % settings_.occupancy_update_interval == 0)
+        update_occupancy();
+    const NerfBatch<T> batch = sample_batch();
+    last_samples_ = batch.t.size();
+    const T loss = loss_and_gradients(batch, &density_grads_, &colour_grads_);
+    density_optimizer_->step(density_.params().data(), density_grads_.data());
+    colour_optimizer_->step(colour_.params().data(), colour_grads_.data());
+    ++step_;
+    return loss;
+}
+
+// sigma at points with the current (training) parameters, as instant-ngp's
+// grid update; chunked so the grid's 128^3 points never sit in one matrix.
+template <typename T>
+void NerfTrainer<T>::density_at(const Matrix<float>& points, Matrix<float>& out) const {
+    const Eigen::Index n = points.rows();
+    out.resize(n, 1);
+    Matrix<T> in, raw;
+    for (Eigen::Index s0 = 0; s0 < n; s0 += kDensityChunk) {
+        const Eigen::Index m = std::min(kDensityChunk, n - s0);
+        in = points.middleRows(s0, m).template cast<T>();
+        density_.inference(in, raw);
+        for (Eigen::Index i = 0; i < m; ++i) out(s0 + i, 0) = (float)trunc_exp(raw(i, 0));
+    }
+}
+
+template <typename T>
+void NerfTrainer<T>::update_occupancy() {
+    grid_.update([this](const Matrix<float>& p, Matrix<float>& d) { density_at(p, d); }, step_, rng_);
+}
+
+// Colours of whole rays (pixel centres, no jitter) with the inference parameters.
+template <typename T>
+void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& out) const {
+    std::vector<uint32_t> first(1, 0);
+    std::vector<float> pos, dir, ts, dts;
+    for (const Ray& ray : rays) {
+        march_ray(ray.origin, ray.direction, bounds_, 0.f, grid_.bits().data(), march_, [&](Vec3 p, float t, float dt) {
+            for (int a = 0; a < 3; ++a) {
+                pos.push_back(p[a]);
+                dir.push_back(0.5f * (ray.direction[a] + 1.f));
+            }
+            ts.push_back(t);
+            dts.push_back(dt);
+        });
+        first.push_back((uint32_t)ts.size());
+    }
+    const Eigen::Index n = (Eigen::Index)ts.size();
+    std::vector<T> sigma(n), rgb(3 * (size_t)n), t(ts.begin(), ts.end()), dt(dts.begin(), dts.end());
+    if (n > 0) {
+        Matrix<T> positions(n, 3), colour_in(n, kColourInputs), density_out, colour_raw;
+        for (Eigen::Index s = 0; s < n; ++s)
+            for (int a = 0; a < 3; ++a) {
+                positions(s, a) = (T)pos[3 * s + a];
+                colour_in(s, a) = (T)dir[3 * s + a];
+            }
+        density_.inference(positions, density_out, density_optimizer_->inference_params(density_.params().data()));
+        colour_in.rightCols(kDensityOutputs) = density_out;
+        colour_.inference(colour_in, colour_raw, colour_optimizer_->inference_params(colour_.params().data()));
+        for (Eigen::Index s = 0; s < n; ++s) {
+            sigma[s] = trunc_exp(density_out(s, 0));
+            for (int c = 0; c < 3; ++c) rgb[3 * s + c] = sigmoid(colour_raw(s, c));
+        }
+    }
+    out.resize(3 * rays.size());
+    for (size_t r = 0; r < rays.size(); ++r) {
+        RaySamples<T> rs;
+        rs.n = (int)(first[r + 1] - first[r]);
+        rs.sigma = sigma.data() + first[r];
+        rs.rgb = rgb.data() + 3 * (size_t)first[r];
+        rs.dt = dt.data() + first[r];
+        rs.t = t.data() + first[r];
+        const RayResult<T> res = render_ray(rs, background);
+        for (int c = 0; c < 3; ++c) out[3 * r + c] = res.rgb[c];
+    }
+}
+
+template <typename T>
+Image NerfTrainer<T>::render_view(const Camera& camera, Vec3 background) const {
+    Image img;
+    img.width = (int)camera.intrinsics.width;
+    img.height = (int)camera.intrinsics.height;
+    img.channels = 3;
+    img.pixels.resize(img.pixel_count() * 3);
+    const T bg[3] = {(T)background.x, (T)background.y, (T)background.z};
+    std::vector<Ray> rays;
+    std::vector<T> rgb;
+    for (size_t p0 = 0; p0 < img.pixel_count(); p0 += kRenderChunkRays) {
+        const size_t m = std::min(kRenderChunkRays, img.pixel_count() - p0);
+        rays.clear();
+        for (size_t i = p0; i < p0 + m; ++i)
+            rays.push_back(camera_ray(camera, (float)(i % img.width) + 0.5f, (float)(i / img.width) + 0.5f));
+        render_rays(rays, bg, rgb);
+        for (size_t i = 0; i < 3 * m; ++i) img.pixels[3 * p0 + i] = (float)rgb[i];
+    }
+    return img;
+}
+
+template <typename T>
+double NerfTrainer<T>::psnr_on(const NerfDataset& dataset, Vec3 background) const {
+    if (dataset.frames.empty()) throw InputError(dataset.source + ": no frames to evaluate");
+    double sum = 0;
+    const float bg[3] = {background.x, background.y, background.z};
+    for (size_t f = 0; f < dataset.frames.size(); ++f) {
+        Camera camera = dataset.frames[f].camera;
+        camera.intrinsics.width = dataset.images.width;
+        camera.intrinsics.height = dataset.images.height;
+        const Image rendered = render_view(camera, background);
+        Image target = rendered;
+        for (uint32_t y = 0; y < dataset.images.height; ++y)
+            for (uint32_t x = 0; x < dataset.images.width; ++x)
+                pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
+        sum += psnr_rgb(rendered, target);
+    }
+    return sum / (double)dataset.frames.size();
+}
+
+double psnr_rgb(const Image& a, const Image& b) {
+    if (a.pixels.size() != b.pixels.size() || a.pixels.empty()) throw InputError("psnr_rgb: images differ in size");
+    double se = 0;
+    for (size_t i = 0; i < a.pixels.size(); ++i) {
+        const double d = (double)a.pixels[i] - (double)b.pixels[i];
+        se += d * d;
+    }
+    const double mse = std::max(se / (double)a.pixels.size(), 1e-20);
+    return -10.0 * std::log10(mse);
+}
+
+template class NerfTrainer<float>;
+template class NerfTrainer<double>;
+
+} // namespace fusedngp::nerf

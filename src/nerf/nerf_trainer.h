@@ -1,0 +1,120 @@
+// The NeRF mode's CPU trainer: two Models (density, colour), the occupancy
+// grid, ray marching and volume rendering composed into one training step.
+//
+// Models (config sections as configs/nerf.json):
+//   density: {encoding, network}, position (3, unit cube) -> 16 outputs;
+//            sigma = trunc_exp(output 0) (instant-ngp: output 0 is log-density).
+//   colour:  {dir_encoding, rgb_network}, [ (dir + 1) / 2 (3), density outputs (16) ]
+//            = 19 dims -> 3; rgb = sigmoid(outputs). dir_encoding must encode
+//            dims 0-2 (SH takes [0,1]^3) and pass the 16 features on (Composite
+//            SH n_dims_to_encode 3 + Identity).
+//   Both networks must have output_activation None: the trainer applies the
+//   activations itself (so their gradients are in one place and the fp64
+//   check covers them); anything else is a ConfigError.
+// One optimizer per model, both from the config's "optimizer" section; the
+// loss from "loss" (mean over rays x 3 channels of the ray colours).
+//
+// A step: rays_per_batch random (frame, pixel) pairs and jitter in the pixel
+// -> march through the occupancy grid (cap max_samples_per_ray) -> density
+// and colour models on all samples at once -> volume rendering against a
+// random background per ray, target = rgb * alpha + bg * (1 - alpha) ->
+// backward through render_ray_backward, sigmoid, trunc_exp, colour model
+// (its input gradient's feature part joins the density outputs' gradient),
+// density model -> optimizer steps. Every occupancy_update_interval steps
+// the grid is updated with sigma of the density model.
+//
+// Templated on the scalar so the fp64 gradient check runs the same code;
+// marching (positions, t, dt) stays float, as on the GPU.
+#pragma once
+
+#include "losses/loss.h"
+#include "model/model.h"
+#include "nerf/nerf_dataset.h"
+#include "nerf/occupancy_grid.h"
+#include "nerf/ray_marching_math.h"
+#include "io/image.h"
+
+#include <memory>
+#include <vector>
+
+namespace fusedngp::nerf {
+
+struct NerfTrainerSettings {
+    uint32_t rays_per_batch = 1024;
+    int max_samples_per_ray = 1024;
+    float cone_angle = 0.f;               // ray_marching_math.h; 0: fixed step kMinStep
+    uint32_t occupancy_update_interval = 16;  // 0: never update (march every cell)
+    OccupancyGridSettings occupancy;
+    uint64_t seed = 1337;
+};
+
+// One batch of rays and their samples, as drawn by a step (kept so a test can
+// evaluate the loss of the very same batch again).
+template <typename T>
+struct NerfBatch {
+    std::vector<T> target;       // [rays][3], composited on bg
+    std::vector<T> background;   // [rays][3]
+    std::vector<uint32_t> first; // [rays + 1]: samples of ray r are first[r] .. first[r+1]-1
+    Matrix<T> positions;         // [samples][3]
+    Matrix<T> directions;        // [samples][3], (dir + 1) / 2
+    std::vector<T> dt, t;        // [samples]
+    size_t n_rays() const { return background.size() / 3; }
+};
+
+template <typename T>
+class NerfTrainer {
+public:
+    // `config`: {loss, optimizer, encoding, network, dir_encoding, rgb_network}.
+    // The dataset is kept by reference: it must outlive the trainer.
+    NerfTrainer(const NerfDataset& dataset, const json& config, const NerfTrainerSettings& settings = {});
+
+    // One training step; returns the loss of its batch before the update.
+    T step();
+    uint32_t step_count() const { return step_; }
+
+    // A batch drawn from the trainer's generator (advances it).
+    NerfBatch<T> sample_batch();
+    // Loss of a batch with the current parameters; with gradients, also
+    // dL/dparams of both models (resized, overwritten). Uses the models'
+    // training forward (no EMA).
+    T loss_and_gradients(const NerfBatch<T>& batch, std::vector<T>* density_grads, std::vector<T>* colour_grads);
+
+    // Inference (with the optimizers' inference parameters, EMA if any):
+    // a W x H RGB image of `camera`, pixel centres, early termination.
+    Image render_view(const Camera& camera, Vec3 background) const;
+    // Mean over the dataset's frames of the PSNR (dB, peak 1) of render_view
+    // against the frame's image composited on `background`.
+    double psnr_on(const NerfDataset& dataset, Vec3 background) const;
+
+    Model<T>& density_model() { return density_; }
+    Model<T>& colour_model() { return colour_; }
+    const OccupancyGrid& occupancy_grid() const { return grid_; }
+    OccupancyGrid& occupancy_grid() { return grid_; }
+    // Samples of the last batch (marching statistics).
+    size_t last_sample_count() const { return last_samples_; }
+
+private:
+    void render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& rgb) const;
+    void density_at(const Matrix<float>& points, Matrix<float>& sigma) const;
+    void update_occupancy();
+
+    const NerfDataset& dataset_;
+    NerfTrainerSettings settings_;
+    Box3 bounds_;
+    MarchSettings march_;
+    Model<T> density_;
+    Model<T> colour_;
+    std::unique_ptr<Loss<T>> loss_;
+    std::unique_ptr<Optimizer<T>> density_optimizer_;
+    std::unique_ptr<Optimizer<T>> colour_optimizer_;
+    OccupancyGrid grid_;
+    Rng rng_;
+    uint32_t step_ = 0;
+    size_t last_samples_ = 0;
+    std::vector<T> density_grads_, colour_grads_;
+};
+
+// PSNR (dB) of two RGB images of equal size, values in [0, 1], peak 1.
+double psnr_rgb(const Image& a, const Image& b);
+
+} // namespace fusedngp::nerf
