@@ -30,6 +30,9 @@ struct TrainOptions {
     std::string targets = "pixels";       // image mode: training targets
     std::string sample_order = "tiled";   // image mode: order of the strata within a batch
     uint32_t mesh_resolution = 0;         // sdf mode: also extract a mesh at the end (0: no)
+    std::string test;                     // nerf mode: the test split's transforms (default: beside --data)
+    std::string background = "white";     // nerf mode: white, black or R,G,B for evaluation and renders
+    bool batch_given = false;             // --batch was passed (nerf's default differs)
 };
 
 // The config to train with: the snapshot's when resuming (a --config that
@@ -45,5 +48,7 @@ json common_summary_json(const TrainOptions& o, const std::string& mode, Backend
 
 // The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
 int run_train_sdf(const TrainOptions& o);
+// The NeRF mode's training run (app/train_nerf.cpp, CPU only); `o` is validated.
+int run_train_nerf(const TrainOptions& o);
 
 } // namespace fusedngp

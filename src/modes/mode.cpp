@@ -14,7 +14,7 @@ const std::vector<ModeSpec>& mode_specs() {
     static const std::vector<ModeSpec> specs = {
         {"image", 2, 3, true},
         {"sdf", 3, 1, true},
-        {"nerf", 3, 16, false},  // density network: 3D position -> 16 features (instant-ngp layout)
+        {"nerf", 3, 16, true},    // density network: 3D position -> 16 features (instant-ngp layout)
     };
     return specs;
 }
@@ -49,7 +49,7 @@ json load_mode_config(const std::string& mode, const std::string& config_path) {
     json defaults = text ? json::parse(text) : json::object();
     json user = config_path.empty() ? defaults : load_config_file(config_path);
     // Missing sections come from the mode's default first, then the built-in ones.
-    for (const char* section : {"loss", "optimizer", "encoding", "network", "sampling"}) {
+    for (const char* section : {"loss", "optimizer", "encoding", "network", "sampling", "dir_encoding", "rgb_network"}) {
         if (!user.contains(section) && defaults.contains(section)) user[section] = defaults[section];
     }
     return config_with_defaults(user);

@@ -1,0 +1,194 @@
+// `fusedngp train` in NeRF mode (CPU only for now): train NerfTrainer<float>
+// on a transforms.json scene, then write test-view renders and summary.json.
+// NerfTrainer is not a Backend (two models, its own sampling), so this path
+// has its own short loop with run_training's limits and stop semantics.
+#include "app/train_options.h"
+
+#include "app/interrupt.h"
+#include "app/output_dir.h"
+#include "app/progress.h"
+#include "config/unused_fields.h"
+#include "core/errors.h"
+#include "io/atomic_file.h"
+#include "io/image.h"
+#include "modes/mode.h"
+#include "modes/training_loop.h"
+#include "nerf/nerf_dataset.h"
+#include "nerf/nerf_trainer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+namespace fusedngp {
+namespace {
+
+constexpr size_t kMaxTestRenders = 8;
+constexpr size_t kTrainEvalViews = 4;  // train-view PSNR when there is no test split
+
+// "white", "black" or "R,G,B" (each in [0, 1]).
+Vec3 parse_background(const std::string& s) {
+    if (s == "white") return {1, 1, 1};
+    if (s == "black") return {0, 0, 0};
+    std::stringstream in(s);
+    float c[3];
+    char comma1 = 0, comma2 = 0;
+    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
+        bool ok = true;
+        for (float v : c) ok = ok && v >= 0 && v <= 1;
+        if (ok) return {c[0], c[1], c[2]};
+    }
+    throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
+}
+
+// The config's optional "sampling" section; instant-ngp's defaults (cone
+// angle 0 for aabb_scale 1 scenes, 1/256 for larger ones).
+nerf::NerfTrainerSettings nerf_settings(const json& config, const NerfDataset& data, const TrainOptions& o) {
+    nerf::NerfTrainerSettings s;
+    s.rays_per_batch = o.batch_size;
+    s.seed = o.seed;
+    s.cone_angle = data.aabb_scale <= 1 ? 0.f : 1.f / 256;
+    auto it = config.find("sampling");
+    if (it == config.end()) return s;
+    if (!it->is_object()) throw ConfigError("sampling", "must be an object");
+    for (const auto& [key, value] : it->items()) {
+        if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
+            key != "occupancy_warmup_steps")
+            throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
+                                                 "occupancy_update_interval, occupancy_warmup_steps)");
+        if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
+    }
+    s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
+    s.max_samples_per_ray = (int)get_number(*it, "sampling", "max_samples_per_ray", s.max_samples_per_ray);
+    if (s.max_samples_per_ray < 1) throw ConfigError("sampling.max_samples_per_ray", "must be at least 1");
+    s.occupancy_update_interval =
+        (uint32_t)get_number(*it, "sampling", "occupancy_update_interval", s.occupancy_update_interval);
+    s.occupancy.warmup_steps = (uint32_t)get_number(*it, "sampling", "occupancy_warmup_steps", s.occupancy.warmup_steps);
+    return s;
+}
+
+// The first few frames of a dataset, to measure train-view PSNR.
+NerfDataset first_frames(const NerfDataset& data, size_t n) {
+    NerfDataset d = data;
+    n = std::min(n, data.frames.size());
+    d.frames.resize(n);
+    d.images.rgba.resize(n * data.images.frame_bytes());
+    return d;
+}
+
+void save_view(const nerf::NerfTrainer<float>& trainer, const Camera& camera, Vec3 bg, const std::string& path) {
+    Image img = trainer.render_view(camera, bg);
+    img.color_space = ColorSpace::Srgb;  // the targets are the files' bytes, not linearised
+    save_png(img, path);
+}
+
+} // namespace
+
+int run_train_nerf(const TrainOptions& o) {
+    namespace fs = std::filesystem;
+    using clock = std::chrono::steady_clock;
+    // Validate everything before training, so bad input leaves no output behind.
+    if (o.backend != "cpu") throw InputError("the NeRF mode runs on the CPU backend only for now; pass --backend cpu");
+    if (!o.resume.empty()) throw InputError("--resume: the NeRF mode writes no snapshots yet, so it cannot resume");
+    const Vec3 bg = parse_background(o.background);
+    NerfSplitPaths paths = resolve_nerf_paths(o.data);
+    if (!o.test.empty()) {
+        if (!fs::is_regular_file(o.test)) throw InputError(o.test + ": --test: no such file");
+        paths.test = o.test;
+    }
+    std::vector<std::string> warnings;
+    const NerfDataset train = load_nerf_dataset(paths.train, {}, &warnings);
+    const bool has_test = !paths.test.empty();
+    const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, &warnings) : first_frames(train, kTrainEvalViews);
+    json config = load_mode_config("nerf", o.config);
+    nerf::NerfTrainer<float> trainer(train, config, nerf_settings(config, train, o));
+    prepare_output_dir(o.out);
+
+    for (const auto& w : warnings) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
+    for (const auto& w : unused_config_fields(config)) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
+    const size_t n_density = trainer.density_model().n_params(), n_colour = trainer.colour_model().n_params();
+    std::printf("data      %s: %zu frames %ux%u, %s\n", paths.train.c_str(), train.frames.size(), train.images.width,
+                train.images.height,
+                has_test ? (std::to_string(test.frames.size()) + " test frames (" + paths.test + ")").c_str()
+                         : "no test split (PSNR on the first train views)");
+    std::printf("model     %zu density + %zu colour = %zu params, backend cpu, %u rays per batch\n", n_density,
+                n_colour, n_density + n_colour, o.batch_size);
+    std::fflush(stdout);
+
+    install_interrupt_handler();
+    TrainLimits limits{o.steps, o.seconds, o.batch_size};
+    ProgressPrinter progress(limits, 0, o.log_every);
+    json psnr_history = json::array();
+    double last_psnr = -1, last_eval_time = 0, samples_total = 0;
+    TrainOutcome outcome;
+    while (true) {
+        if (limits.max_steps && outcome.last.step >= limits.max_steps) { outcome.reason = StopReason::Steps; break; }
+        if (limits.max_seconds > 0 && outcome.last.train_seconds >= limits.max_seconds) { outcome.reason = StopReason::Seconds; break; }
+        if (stop_requested().load()) { outcome.reason = StopReason::Interrupted; break; }
+        const auto t0 = clock::now();
+        outcome.last.loss = trainer.step();
+        outcome.last.train_seconds += std::chrono::duration<double>(clock::now() - t0).count();
+        outcome.last.step = trainer.step_count();
+        outcome.last.steps_this_run += 1;
+        samples_total += (double)trainer.last_sample_count();
+        if (o.eval_every > 0 && outcome.last.train_seconds - last_eval_time >= o.eval_every) {
+            last_psnr = trainer.psnr_on(test, bg);
+            last_eval_time = outcome.last.train_seconds;
+            psnr_history.push_back({outcome.last.step, outcome.last.train_seconds, last_psnr});
+        }
+        progress.update(outcome.last, last_psnr);
+    }
+    outcome.last.finished = true;
+    const double psnr = trainer.psnr_on(test, bg);
+    psnr_history.push_back({outcome.last.step, outcome.last.train_seconds, psnr});
+    progress.finish(outcome.last, psnr);
+
+    std::vector<std::string> renders;
+    if (has_test) {
+        for (size_t i = 0; i < std::min(kMaxTestRenders, test.frames.size()); ++i) {
+            char name[32];
+            std::snprintf(name, sizeof name, "test_%03zu.png", i);
+            renders.push_back(name);
+        }
+    } else {
+        renders.push_back("render.png");
+    }
+    for (size_t i = 0; i < renders.size(); ++i)
+        save_view(trainer, test.frames[i].camera, bg, (fs::path(o.out) / renders[i]).string());
+
+    const double secs = outcome.last.train_seconds;
+    const uint64_t n = outcome.last.steps_this_run;
+    json summary{{"mode", "nerf"},
+                 {"backend", "cpu"},
+                 {"data", o.data},
+                 {"train", {{"path", paths.train}, {"frames", train.frames.size()},
+                            {"width", train.images.width}, {"height", train.images.height}}},
+                 {"test", has_test ? json{{"path", paths.test}, {"frames", test.frames.size()}} : json(nullptr)},
+                 {"background", {bg.x, bg.y, bg.z}},
+                 {"steps", outcome.last.step},
+                 {"seconds", secs},
+                 {"steps_per_second", secs > 0 ? n / secs : 0.0},
+                 {"loss", outcome.last.loss},
+                 {"stop_reason", stop_reason_name(outcome.reason)},
+                 {"rays_per_step", o.batch_size},
+                 {"samples_per_step", n ? samples_total / n : 0.0},
+                 {"samples_per_step_method", "mean over the steps of this run"},
+                 {"seed", o.seed},
+                 {"params", {{"density", n_density}, {"colour", n_colour}, {"total", n_density + n_colour}}},
+                 {"psnr_history", psnr_history},
+                 {"renders", renders},
+                 {"config", config}};
+    // test_psnr on the test split; without one, the PSNR of the first train views.
+    summary[has_test ? "test_psnr" : "train_psnr"] = json_number_or_null(psnr);
+    std::string summary_text = summary.dump(2) + "\n";
+    write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
+
+    if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
+    std::printf("%llu steps in %.1f s, %s PSNR %.2f dB -> %s/{%s, summary.json} (no snapshot yet)\n",
+                (unsigned long long)outcome.last.step, secs, has_test ? "test" : "train-view", psnr, o.out.c_str(),
+                has_test ? "test_*.png" : "render.png");
+    return 0;
+}
+
+} // namespace fusedngp
