@@ -63,7 +63,7 @@ Moments offset_moments(const SurfaceSampler& surface, const Matrix<float>& point
 
 TEST(SdfSamplingMath, MixIsSplitMix64) {
     // SplitMix64 seeded with 0 outputs mix(0 + golden ratio) first (published test vector).
-    EXPECT_EQ(sdf_mix64(0x9E3779B97F4A7C15ull), 0xE220A8397B1DCDAFull);
+    EXPECT_EQ(splitmix64_mix(0x9E3779B97F4A7C15ull), 0xE220A8397B1DCDAFull);
 }
 
 TEST(SdfSamplingMath, UniformsInRangeAndIndependentOfOrder) {

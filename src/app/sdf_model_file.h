@@ -3,7 +3,7 @@
 // inference backend (the GPU when there is one, unless --backend says cpu).
 #pragma once
 
-#include "backends/backend.h"
+#include "engine/sdf_backend_tools.h"
 #include "geometry/triangle_mesh.h"
 #include "persist/model_file.h"
 
@@ -14,7 +14,7 @@ namespace fusedngp {
 
 struct OpenedSdfModel {
     UnitCubeTransform transform;
-    std::unique_ptr<Backend> backend;
+    InferenceBackend backend;
 };
 
 // Throws InputError naming the file when it is unreadable or not an SDF model.

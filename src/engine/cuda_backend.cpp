@@ -332,12 +332,18 @@ void CudaBackend::rebuild_update_graph() {
         notice("FUSEDNGP_NO_CONDITIONAL_GRAPH=1");
         return;
     }
+    // Capturing runs the optimizers' host code without running their steps;
+    // the EMA's marks its average as valid there (a fresh backend's
+    // inference then read the still empty average: zeros). Re-assert the
+    // true step count afterwards, so host state matches what ran.
+    const uint64_t optimizer_steps = optimizer_->step_count(stream_);
     try {
         build_update_graph();
     } catch (const std::exception& e) {
         destroy_update_graph();
         notice(e.what());
     }
+    optimizer_->set_step_count(optimizer_steps, stream_);
 }
 
 void CudaBackend::destroy_update_graph() {
@@ -827,12 +833,6 @@ void CudaBackend::set_params(const std::vector<float>& params) {
     }
     synchronize();
     params_.upload(params);
-    // On a fresh backend, re-assert the optimizer's step count of 0: building
-    // the update graph runs the EMA's step() host code under capture, which
-    // marks its (still empty) average as valid, so inference read zeros.
-    // With count 0 inference uses these weights. (A trained backend's count
-    // may differ from step_ by skipped steps: left alone.)
-    if (step_ == 0) optimizer_->set_step_count(0, stream_);
     refresh_component_params(params_.data());
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
 }

@@ -1,5 +1,6 @@
 #include "engine/cuda_backend_kernels.h"
 
+#include "core/rng.h"
 #include "gpu/components/device_buffer.h"
 
 #include <cuda_runtime.h>
@@ -9,18 +10,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// splitmix64's finaliser: a bijective mix, good enough to turn counters into
-// independent-looking uniform numbers.
-__device__ __forceinline__ uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// 24 random bits -> [0,1), exactly representable in float.
-__device__ __forceinline__ float uniform01(uint64_t key, uint64_t counter) {
-    return (float)(mix64(key + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.f / 16777216.f);
-}
 
 struct AxisLookup {
     int lo, hi;
@@ -48,8 +37,8 @@ __global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t ba
     const uint32_t side = strata.side;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= batch) return;
-    float u = uniform01(key, 2ull * i);
-    float v = uniform01(key, 2ull * i + 1);
+    float u = counter_uniform01(key, 2ull * i);
+    float v = counter_uniform01(key, 2ull * i + 1);
     if (i < side * side) {
         const uint32_t cell = stratum_at(strata, i);
         u = jitter_in_cell<float>(u, cell % side, side);

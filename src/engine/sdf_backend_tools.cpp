@@ -18,39 +18,8 @@
 namespace fusedngp {
 namespace {
 
-// The backend keeps a reference to its data: keep both alive together.
-class InferenceBackend : public Backend {
-public:
-    InferenceBackend(std::unique_ptr<ShapeOnlyData> data, std::unique_ptr<Backend> inner)
-        : data_(std::move(data)), inner_(std::move(inner)) {}
-    Backend& inner() { return *inner_; }
-    std::string name() const override { return inner_->name(); }
-    const json& config() const override { return inner_->config(); }
-    float train_step(uint32_t) override { throw std::logic_error("an inference-only backend does not train"); }
-    uint64_t step() const override { return inner_->step(); }
-    void inference(const Matrix<float>& in, Matrix<float>& out) override { inner_->inference(in, out); }
-    size_t n_params() const override { return inner_->n_params(); }
-    size_t n_encoding_params() const override { return inner_->n_encoding_params(); }
-    size_t n_network_params() const override { return inner_->n_network_params(); }
-    std::vector<NamedTensor> named_tensors() const override { return inner_->named_tensors(); }
-    std::vector<float> inference_params() const override { return inner_->inference_params(); }
-    TrainingState save_state() const override { return inner_->save_state(); }
-    void load_state(const TrainingState& s) override { inner_->load_state(s); }
-    void set_params(const std::vector<float>& p) override { inner_->set_params(p); }
-    StepTimings last_timings() const override { return inner_->last_timings(); }
-    double learning_rate() const override { return inner_->learning_rate(); }
-    void set_learning_rate(double lr) override { inner_->set_learning_rate(lr); }
-
-private:
-    std::unique_ptr<ShapeOnlyData> data_;
-    std::unique_ptr<Backend> inner_;
-};
-
 #ifdef FUSEDNGP_HAVE_CUDA
-CudaBackend* as_cuda(Backend& backend) {
-    if (auto* wrapped = dynamic_cast<InferenceBackend*>(&backend)) return dynamic_cast<CudaBackend*>(&wrapped->inner());
-    return dynamic_cast<CudaBackend*>(&backend);
-}
+CudaBackend* as_cuda(Backend& backend) { return dynamic_cast<CudaBackend*>(&backend); }
 
 gpu::DeviceSdfFn device_field(CudaBackend& cuda) {
     return [&cuda](const float* d_points, uint32_t n, float* d_values, cudaStream_t stream) {
@@ -193,20 +162,30 @@ std::unique_ptr<SdfEvaluator> make_sdf_evaluator(Backend& backend, const SdfTrai
     return std::make_unique<HostSdfEvaluator>(data, n_iou_points ? n_iou_points : (1ull << 18), seed);
 }
 
-std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
-                                                uint32_t n_output_dims, const std::vector<float>& params) {
-    auto data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
-    std::unique_ptr<Backend> inner = create_backend(name.empty() ? available_backends().front() : name, config, *data, 0);
-    inner->set_params(params);
-    return std::make_unique<InferenceBackend>(std::move(data), std::move(inner));
+namespace {
+
+InferenceBackend make_shaped_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                     uint32_t n_output_dims) {
+    InferenceBackend b;
+    b.data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
+    b.backend = create_backend(name.empty() ? available_backends().front() : name, config, *b.data, 0);
+    return b;
 }
 
-std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
-                                                uint32_t n_output_dims, const TrainingState& state) {
-    auto data = std::make_unique<ShapeOnlyData>(n_input_dims, n_output_dims);
-    std::unique_ptr<Backend> inner = create_backend(name.empty() ? available_backends().front() : name, config, *data, 0);
-    inner->load_state(state);
-    return std::make_unique<InferenceBackend>(std::move(data), std::move(inner));
+} // namespace
+
+InferenceBackend make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                        uint32_t n_output_dims, const std::vector<float>& params) {
+    InferenceBackend b = make_shaped_backend(name, config, n_input_dims, n_output_dims);
+    b.backend->set_params(params);
+    return b;
+}
+
+InferenceBackend make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                        uint32_t n_output_dims, const TrainingState& state) {
+    InferenceBackend b = make_shaped_backend(name, config, n_input_dims, n_output_dims);
+    b.backend->load_state(state);
+    return b;
 }
 
 } // namespace fusedngp

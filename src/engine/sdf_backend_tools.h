@@ -49,13 +49,21 @@ public:
 std::unique_ptr<SdfEvaluator> make_sdf_evaluator(Backend& backend, const SdfTrainingData& data,
                                                  uint64_t n_iou_points = 0, uint64_t seed = 7);
 
-// A backend that only runs inference with `params` (a trained model loaded
-// from a file): "cpu", "cuda" or "" (the best available).
-std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
-                                                uint32_t n_output_dims, const std::vector<float>& params);
+// A backend that only runs inference (a trained model loaded from a file),
+// with the shape-only data it refers to (declared first: destroyed last).
+struct InferenceBackend {
+    std::unique_ptr<TrainingData> data;
+    std::unique_ptr<Backend> backend;
+    Backend& operator*() const { return *backend; }
+    Backend* operator->() const { return backend.get(); }
+};
+
+// "cpu", "cuda" or "" (the best available), with `params` set.
+InferenceBackend make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                        uint32_t n_output_dims, const std::vector<float>& params);
 // The same from a snapshot's whole training state (the inference parameters
 // are then the state's EMA average where the optimizer keeps one).
-std::unique_ptr<Backend> make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
-                                                uint32_t n_output_dims, const TrainingState& state);
+InferenceBackend make_inference_backend(const std::string& name, const json& config, uint32_t n_input_dims,
+                                        uint32_t n_output_dims, const TrainingState& state);
 
 } // namespace fusedngp

@@ -225,9 +225,7 @@ FUSEDNGP_HD bool ray_hits_box(Vec3 origin, Vec3 inv_dir, Vec3 lo, Vec3 hi) {
 // overlap (parity would say "outside" there). `dir` need not be unit length.
 FUSEDNGP_HD int bvh_ray_winding(const BvhView& bvh, Vec3 origin, Vec3 dir) {
     const WatertightRay ray = make_watertight_ray(origin, dir);
-    // A zero component would give 0 * inf = NaN in the slab test; 1e-30 keeps it finite.
-    const Vec3 inv_dir{1.f / (dir.x != 0 ? dir.x : 1e-30f), 1.f / (dir.y != 0 ? dir.y : 1e-30f),
-                       1.f / (dir.z != 0 ? dir.z : 1e-30f)};
+    const Vec3 inv_dir = safe_inverse(dir);  // finite: 0 * inf would be NaN in the slab test
     int winding = 0;
     uint32_t stack[kBvhMaxStack];
     uint32_t top = 0;

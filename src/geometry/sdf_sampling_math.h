@@ -8,6 +8,7 @@
 // same points for the same seed and step.
 #pragma once
 
+#include "core/rng.h"
 #include "geometry/surface_sampler.h"
 #include "geometry/vec3.h"
 
@@ -15,20 +16,14 @@
 
 namespace fusedngp {
 
-// splitmix64's finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mix.
-FUSEDNGP_HD uint64_t sdf_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 // What a key is for: each gets its own numbers from the same seed, so the
 // IoU points are not the training points of some step.
 enum class SdfRandomPurpose : uint64_t { Training = 1, Iou = 2, Band = 3, Chamfer = 4 };
 
 FUSEDNGP_HD uint64_t sdf_random_key(uint64_t seed, uint64_t step, SdfRandomPurpose purpose) {
-    const uint64_t base = sdf_mix64(seed ^ ((uint64_t)purpose * 0xD1B54A32D192ED03ull));
-    return sdf_mix64(base + (step + 1) * 0x9E3779B97F4A7C15ull);
+    const uint64_t base = splitmix64_mix(seed ^ ((uint64_t)purpose * 0xD1B54A32D192ED03ull));
+    return splitmix64_mix(base + (step + 1) * 0x9E3779B97F4A7C15ull);
 }
 
 // Each sample owns kSdfStreams consecutive counters: its uniforms never
@@ -42,8 +37,7 @@ enum SdfStream : uint32_t {
 // 24 random bits -> [0, 1), exactly representable in float (so host and
 // device agree bit for bit).
 FUSEDNGP_HD float sdf_uniform01(uint64_t key, uint64_t index, uint32_t stream) {
-    const uint64_t counter = index * kSdfStreams + stream;
-    return (float)(sdf_mix64(key + counter * 0x9E3779B97F4A7C15ull) >> 40) * (1.f / 16777216.f);
+    return counter_uniform01(key, index * kSdfStreams + stream);
 }
 
 // Uniform in the unit cube [0, 1)^3.

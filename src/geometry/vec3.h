@@ -4,14 +4,10 @@
 // that calls these on the host).
 #pragma once
 
+#include "core/host_device.h"
+
 #include <cmath>
 #include <cstdint>
-
-#if defined(__CUDACC__)
-#define FUSEDNGP_HD __host__ __device__ inline
-#else
-#define FUSEDNGP_HD inline
-#endif
 
 namespace fusedngp {
 
@@ -54,5 +50,25 @@ struct Box3 {
     FUSEDNGP_HD Vec3 extent() const { return hi - lo; }
     FUSEDNGP_HD bool empty() const { return lo.x > hi.x || lo.y > hi.y || lo.z > hi.z; }
 };
+
+// 1/dir with zero components replaced by 1e-30 (so 0 * inf never makes NaN).
+FUSEDNGP_HD Vec3 safe_inverse(Vec3 d) {
+    return {1.f / (d.x != 0 ? d.x : 1e-30f), 1.f / (d.y != 0 ? d.y : 1e-30f), 1.f / (d.z != 0 ? d.z : 1e-30f)};
+}
+
+// Slab test (the renderers, the NeRF marcher): the ray's interval [t0, t1] inside the box, clipped to t >= 0.
+// False when the ray misses it (or the box lies behind the origin).
+FUSEDNGP_HD bool ray_box_interval(Vec3 origin, Vec3 inv_dir, const Box3& box, float& t0, float& t1) {
+    t0 = 0.f;
+    t1 = 3.4e38f;
+    for (int a = 0; a < 3; ++a) {
+        float ta = (box.lo[a] - origin[a]) * inv_dir[a];
+        float tb = (box.hi[a] - origin[a]) * inv_dir[a];
+        if (ta > tb) { float s = ta; ta = tb; tb = s; }
+        t0 = fmaxf(t0, ta);
+        t1 = fminf(t1, tb);
+    }
+    return t0 <= t1;
+}
 
 } // namespace fusedngp

@@ -1,7 +1,9 @@
 #include "nerf/nerf_trainer.h"
 
+
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "io/metrics.h"
 #include "losses/factory.h"
 #include "nerf/volume_rendering.h"
 #include "optimizers/factory.h"
@@ -311,20 +313,9 @@ double NerfTrainer<T>::psnr_on(const NerfDataset& dataset, Vec3 background) cons
         for (uint32_t y = 0; y < dataset.images.height; ++y)
             for (uint32_t x = 0; x < dataset.images.width; ++x)
                 pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
-        sum += psnr_rgb(rendered, target);
+        sum += psnr(rendered, target);
     }
     return sum / (double)dataset.frames.size();
-}
-
-double psnr_rgb(const Image& a, const Image& b) {
-    if (a.pixels.size() != b.pixels.size() || a.pixels.empty()) throw InputError("psnr_rgb: images differ in size");
-    double se = 0;
-    for (size_t i = 0; i < a.pixels.size(); ++i) {
-        const double d = (double)a.pixels[i] - (double)b.pixels[i];
-        se += d * d;
-    }
-    const double mse = std::max(se / (double)a.pixels.size(), 1e-20);
-    return -10.0 * std::log10(mse);
 }
 
 template class NerfTrainer<float>;

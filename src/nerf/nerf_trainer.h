@@ -114,7 +114,4 @@ private:
     std::vector<T> density_grads_, colour_grads_;
 };
 
-// PSNR (dB) of two RGB images of equal size, values in [0, 1], peak 1.
-double psnr_rgb(const Image& a, const Image& b);
-
 } // namespace fusedngp::nerf

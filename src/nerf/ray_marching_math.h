@@ -197,26 +197,6 @@ FUSEDNGP_HD void pool_cascade_bit(uint8_t* bits, int k, Cell3 coarse) {
 
 // ---- Rays --------------------------------------------------------------------
 
-// 1/dir with zero components replaced by 1e-30 (so 0 * inf never makes NaN).
-FUSEDNGP_HD Vec3 safe_inverse(Vec3 d) {
-    return {1.f / (d.x != 0 ? d.x : 1e-30f), 1.f / (d.y != 0 ? d.y : 1e-30f), 1.f / (d.z != 0 ? d.z : 1e-30f)};
-}
-
-// Slab test: the ray's interval [t0, t1] inside the box, clipped to t >= 0.
-// False when the ray misses it (or the box lies behind the origin).
-FUSEDNGP_HD bool ray_box_interval(Vec3 origin, Vec3 inv_dir, const Box3& box, float& t0, float& t1) {
-    t0 = 0.f;
-    t1 = 3.4e38f;
-    for (int a = 0; a < 3; ++a) {
-        float ta = (box.lo[a] - origin[a]) * inv_dir[a];
-        float tb = (box.hi[a] - origin[a]) * inv_dir[a];
-        if (ta > tb) { float s = ta; ta = tb; tb = s; }
-        t0 = fmaxf(t0, ta);
-        t1 = fminf(t1, tb);
-    }
-    return t0 <= t1;
-}
-
 // Distance from p (on the ray) to where the ray leaves the axis-aligned box.
 FUSEDNGP_HD float distance_to_exit(Vec3 p, Vec3 dir, Vec3 inv_dir, const Box3& box) {
     float d = 3.4e38f;

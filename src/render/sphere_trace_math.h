@@ -41,19 +41,7 @@ constexpr float kFloatBig = 3.0e38f;
 
 // [t_enter, t_exit] of the ray inside [0,1]^3 with t >= 0; false when it misses.
 FUSEDNGP_HD bool unit_cube_span(Vec3 origin, Vec3 direction, float& t_enter, float& t_exit) {
-    t_enter = 0;
-    t_exit = kFloatBig;
-    for (int a = 0; a < 3; ++a) {
-        const float o = origin[a], d = direction[a];
-        if (d == 0) {  // parallel to this slab: inside it or never
-            if (o < 0 || o > 1) return false;
-            continue;
-        }
-        const float t0 = (0 - o) / d, t1 = (1 - o) / d;
-        t_enter = fmaxf(t_enter, fminf(t0, t1));
-        t_exit = fminf(t_exit, fmaxf(t0, t1));
-    }
-    return t_enter <= t_exit;
+    return ray_box_interval(origin, safe_inverse(direction), Box3{{0, 0, 0}, {1, 1, 1}}, t_enter, t_exit);
 }
 
 // The ray through the centre of pixel (px, py), placed at its cube entry.

@@ -112,7 +112,7 @@ TEST(SdfCudaBackend, TrainsOnDeviceSamplesAndMatchesTheCpuPathsOnItsWeights) {
     EXPECT_LT(far, g.pixels.size() / 50) << "pixels (channels) differing by > 0.05";
 
     // A model loaded for inference alone (render, mesh) computes the same field.
-    std::unique_ptr<Backend> loaded = make_inference_backend("cuda", config, 3, 1, cuda.inference_params());
+    InferenceBackend loaded = make_inference_backend("cuda", config, 3, 1, cuda.inference_params());
     Matrix<float> loaded_values;
     loaded->inference(points, loaded_values);
     // (Not bit-equal: seen 0.13041 against 0.13061 at W = 32, the size of the
