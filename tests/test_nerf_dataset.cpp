@@ -422,7 +422,7 @@ TEST(NerfDataset, ResolvePathsOfFoldersAndFiles) {
 }
 
 TEST(NerfDataset, LoadsLego400WhenPresent) {
-    const std::string folder = "/work/shared/data/nerf/lego_400";
+    const std::string folder = FUSEDNGP_SOURCE_DIR "/../shared/data/nerf/lego_400";
     if (!std::filesystem::exists(folder + "/transforms_train.json")) GTEST_SKIP() << folder << " not present";
     NerfSplitPaths paths = resolve_nerf_paths(folder);
     EXPECT_FALSE(paths.test.empty());
