@@ -14,7 +14,8 @@
 #include "modes/mode.h"
 #include "modes/training_loop.h"
 #include "nerf/nerf_dataset.h"
-#include "nerf/nerf_trainer.h"
+#include "nerf/nerf_training.h"
+#include "engine/nerf_training_factory.h"
 
 #include <chrono>
 #include <cstdio>
@@ -42,32 +43,6 @@ Vec3 parse_background(const std::string& s) {
     throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
 }
 
-// The config's optional "sampling" section; instant-ngp's defaults (cone
-// angle 0 for aabb_scale 1 scenes, 1/256 for larger ones).
-nerf::NerfTrainerSettings nerf_settings(const json& config, const NerfDataset& data, const TrainOptions& o) {
-    nerf::NerfTrainerSettings s;
-    s.rays_per_batch = o.batch_size;
-    s.seed = o.seed;
-    s.cone_angle = data.aabb_scale <= 1 ? 0.f : 1.f / 256;
-    auto it = config.find("sampling");
-    if (it == config.end()) return s;
-    if (!it->is_object()) throw ConfigError("sampling", "must be an object");
-    for (const auto& [key, value] : it->items()) {
-        if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
-            key != "occupancy_warmup_steps")
-            throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
-                                                 "occupancy_update_interval, occupancy_warmup_steps)");
-        if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
-    }
-    s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
-    s.max_samples_per_ray = (int)get_number(*it, "sampling", "max_samples_per_ray", s.max_samples_per_ray);
-    if (s.max_samples_per_ray < 1) throw ConfigError("sampling.max_samples_per_ray", "must be at least 1");
-    s.occupancy_update_interval =
-        (uint32_t)get_number(*it, "sampling", "occupancy_update_interval", s.occupancy_update_interval);
-    s.occupancy.warmup_steps = (uint32_t)get_number(*it, "sampling", "occupancy_warmup_steps", s.occupancy.warmup_steps);
-    return s;
-}
-
 // The first few frames of a dataset, to measure train-view PSNR.
 NerfDataset first_frames(const NerfDataset& data, size_t n) {
     NerfDataset d = data;
@@ -77,7 +52,7 @@ NerfDataset first_frames(const NerfDataset& data, size_t n) {
     return d;
 }
 
-void save_view(const nerf::NerfTrainer<float>& trainer, const Camera& camera, Vec3 bg, const std::string& path) {
+void save_view(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg, const std::string& path) {
     Image img = trainer.render_view(camera, bg);
     img.color_space = ColorSpace::Srgb;  // the targets are the files' bytes, not linearised
     save_png(img, path);
@@ -89,7 +64,6 @@ int run_train_nerf(const TrainOptions& o) {
     namespace fs = std::filesystem;
     using clock = std::chrono::steady_clock;
     // Validate everything before training, so bad input leaves no output behind.
-    if (o.backend != "cpu") throw InputError("the NeRF mode runs on the CPU backend only for now; pass --backend cpu");
     if (!o.resume.empty()) throw InputError("--resume: the NeRF mode writes no snapshots yet, so it cannot resume");
     const Vec3 bg = parse_background(o.background);
     NerfSplitPaths paths = resolve_nerf_paths(o.data);
@@ -102,7 +76,9 @@ int run_train_nerf(const TrainOptions& o) {
     const bool has_test = !paths.test.empty();
     const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, &warnings) : first_frames(train, kTrainEvalViews);
     json config = load_mode_config("nerf", o.config);
-    nerf::NerfTrainer<float> trainer(train, config, nerf_settings(config, train, o));
+    std::unique_ptr<nerf::NerfTraining> trainer_ptr = create_nerf_training(
+        o.backend, train, config, nerf::nerf_settings_from_config(config, train.aabb_scale, o.batch_size, o.seed));
+    nerf::NerfTraining& trainer = *trainer_ptr;
     prepare_output_dir(o.out);
 
     for (const auto& w : warnings) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
@@ -112,15 +88,15 @@ int run_train_nerf(const TrainOptions& o) {
                 train.images.height,
                 has_test ? (std::to_string(test.frames.size()) + " test frames (" + paths.test + ")").c_str()
                          : "no test split (PSNR on the first train views)");
-    std::printf("model     %zu density + %zu colour = %zu params, backend cpu, %u rays per batch\n", n_density,
-                n_colour, n_density + n_colour, o.batch_size);
+    std::printf("model     %zu density + %zu colour = %zu params, backend %s, %u rays per batch\n", n_density,
+                n_colour, n_density + n_colour, trainer.backend_name().c_str(), o.batch_size);
     std::fflush(stdout);
 
     install_interrupt_handler();
     TrainLimits limits{o.steps, o.seconds, o.batch_size};
     ProgressPrinter progress(limits, 0, o.log_every);
     json psnr_history = json::array();
-    double last_psnr = -1, last_eval_time = 0, samples_total = 0;
+    double last_psnr = -1, last_eval_time = 0, samples_total = 0, rays_total = 0;
     TrainOutcome outcome;
     while (true) {
         if (limits.max_steps && outcome.last.step >= limits.max_steps) { outcome.reason = StopReason::Steps; break; }
@@ -132,6 +108,7 @@ int run_train_nerf(const TrainOptions& o) {
         outcome.last.step = trainer.step_count();
         outcome.last.steps_this_run += 1;
         samples_total += (double)trainer.last_sample_count();
+        rays_total += (double)trainer.last_ray_count();
         if (o.eval_every > 0 && outcome.last.train_seconds - last_eval_time >= o.eval_every) {
             last_psnr = trainer.psnr_on(test, bg);
             last_eval_time = outcome.last.train_seconds;
@@ -160,7 +137,7 @@ int run_train_nerf(const TrainOptions& o) {
     const double secs = outcome.last.train_seconds;
     const uint64_t n = outcome.last.steps_this_run;
     json summary{{"mode", "nerf"},
-                 {"backend", "cpu"},
+                 {"backend", trainer.backend_name()},
                  {"data", o.data},
                  {"train", {{"path", paths.train}, {"frames", train.frames.size()},
                             {"width", train.images.width}, {"height", train.images.height}}},
@@ -171,7 +148,7 @@ int run_train_nerf(const TrainOptions& o) {
                  {"steps_per_second", secs > 0 ? n / secs : 0.0},
                  {"loss", outcome.last.loss},
                  {"stop_reason", stop_reason_name(outcome.reason)},
-                 {"rays_per_step", o.batch_size},
+                 {"rays_per_step", n ? rays_total / n : 0.0},
                  {"samples_per_step", n ? samples_total / n : 0.0},
                  {"samples_per_step_method", "mean over the steps of this run"},
                  {"seed", o.seed},

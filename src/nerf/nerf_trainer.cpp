@@ -73,7 +73,6 @@ NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, cons
       colour_(kColourInputs, 3, model_config(config, "dir_encoding", "rgb_network"), derive_seed(settings.seed, 2)),
       grid_((int)dataset.aabb_scale, settings.occupancy),
       rng_(derive_seed(settings.seed, 3)) {
-    if (dataset_.frames.empty()) throw InputError(dataset_.source + ": no frames to train on");
     if (!config.contains("loss")) throw ConfigError("loss", "missing section");
     if (!config.contains("optimizer")) throw ConfigError("optimizer", "missing section");
     loss_ = create_loss<T>(config.at("loss"), "loss");
@@ -201,6 +200,7 @@ T NerfTrainer<T>::loss_and_gradients(const NerfBatch<T>& b, std::vector<T>* dens
 
 template <typename T>
 T NerfTrainer<T>::step() {
+    if (dataset_.frames.empty()) throw InputError(dataset_.source + ": no frames to train on");
     if (settings_.occupancy_update_interval > 0 && step_ % settings_.occupancy_update_interval == 0)
         update_occupancy();
     const NerfBatch<T> batch = sample_batch();
@@ -316,6 +316,31 @@ double NerfTrainer<T>::psnr_on(const NerfDataset& dataset, Vec3 background) cons
         sum += psnr(rendered, target);
     }
     return sum / (double)dataset.frames.size();
+}
+
+template <typename T>
+std::vector<T> NerfTrainer<T>::density_inference_params() const {
+    const T* p = density_optimizer_->inference_params(density_.params().data());
+    return std::vector<T>(p, p + density_.n_params());
+}
+
+template <typename T>
+std::vector<T> NerfTrainer<T>::colour_inference_params() const {
+    const T* p = colour_optimizer_->inference_params(colour_.params().data());
+    return std::vector<T>(p, p + colour_.n_params());
+}
+
+template <typename T>
+void NerfTrainer<T>::set_learning_rate(double lr) {
+    density_optimizer_->set_learning_rate(lr);
+    colour_optimizer_->set_learning_rate(lr);
+}
+
+template <typename T>
+void NerfTrainer<T>::set_step_count(uint32_t step) {
+    step_ = step;
+    density_optimizer_->set_step_count(step);
+    colour_optimizer_->set_step_count(step);
 }
 
 template class NerfTrainer<float>;

@@ -88,6 +88,23 @@ public:
 
     Model<T>& density_model() { return density_; }
     Model<T>& colour_model() { return colour_; }
+    const Model<T>& density_model() const { return density_; }
+    const Model<T>& colour_model() const { return colour_; }
+    std::vector<T> density_inference_params() const;
+    std::vector<T> colour_inference_params() const;
+    Optimizer<T>& density_optimizer() { return *density_optimizer_; }
+    Optimizer<T>& colour_optimizer() { return *colour_optimizer_; }
+    double learning_rate() const { return density_optimizer_->learning_rate(); }
+    void set_learning_rate(double lr);
+    uint32_t rays_per_batch() const { return settings_.rays_per_batch; }
+    const NerfTrainerSettings& settings() const { return settings_; }
+    // The model-space box rays are marched through (scene box within the grid).
+    const Box3& march_bounds() const { return bounds_; }
+    const MarchSettings& march_settings() const { return march_; }
+    // Resuming: the step count (both optimizers keep theirs) and the sampler.
+    void set_step_count(uint32_t step);
+    uint64_t rng_state() const { return rng_.state(); }
+    void set_rng_state(uint64_t state) { rng_.set_state(state); }
     const OccupancyGrid& occupancy_grid() const { return grid_; }
     OccupancyGrid& occupancy_grid() { return grid_; }
     // Samples of the last batch (marching statistics).

@@ -68,6 +68,14 @@ void OccupancyGrid::set_density(const std::vector<float>& density) {
     update_bits();
 }
 
+void OccupancyGrid::set_state(const std::vector<float>& density, const std::vector<uint8_t>& bits) {
+    if (bits.size() != bits_.size())
+        throw InputError("occupancy grid: bitfield has " + std::to_string(bits.size()) + " bytes, expected " +
+                         std::to_string(bits_.size()));
+    set_density(density);
+    bits_ = bits;
+}
+
 void OccupancyGrid::update_bits() {
     double sum = 0;  // mean over cascade 0 (the scene's unit cube), fixed order
     for (uint32_t i = 0; i < kGridCells; ++i) sum += density_[i];

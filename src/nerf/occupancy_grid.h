@@ -76,6 +76,10 @@ public:
     const std::vector<uint8_t>& bits() const { return bits_; }      // [n_cascades * 128^3 / 8]
     // Lets tests and the GPU twin start from a given state; recomputes the bits.
     void set_density(const std::vector<float>& density);
+    // Restores a saved grid exactly (snapshots): densities and bits as they
+    // were, the threshold recomputed from the densities. Throws InputError
+    // on a size mismatch.
+    void set_state(const std::vector<float>& density, const std::vector<uint8_t>& bits);
 
 private:
     std::vector<uint32_t> sample_cells(int cascade, bool warmup, Rng& rng) const;

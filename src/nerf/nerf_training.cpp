@@ -1,0 +1,91 @@
+#include "nerf/nerf_training.h"
+
+#include "core/errors.h"
+#include "core/json_fields.h"
+
+#include <string>
+
+namespace fusedngp::nerf {
+
+namespace {
+
+std::vector<std::pair<std::string, std::vector<float>>> optimizer_buffers(Optimizer<float>& optimizer) {
+    std::vector<std::pair<std::string, std::vector<float>>> out;
+    for (const auto& b : optimizer.state()) out.emplace_back(b.name, *b.data);
+    return out;
+}
+
+void restore_optimizer(Optimizer<float>& optimizer, const std::vector<std::pair<std::string, std::vector<float>>>& saved,
+                       const std::string& which) {
+    auto buffers = optimizer.state();
+    if (buffers.size() != saved.size())
+        throw InputError(which + " optimizer: the state has " + std::to_string(saved.size()) + " buffers, expected " +
+                         std::to_string(buffers.size()));
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        if (buffers[i].name != saved[i].first || buffers[i].data->size() != saved[i].second.size())
+            throw InputError(which + " optimizer: state buffer \"" + saved[i].first + "\" (" +
+                             std::to_string(saved[i].second.size()) + " values) does not fit \"" + buffers[i].name +
+                             "\" (" + std::to_string(buffers[i].data->size()) + ")");
+        *buffers[i].data = saved[i].second;
+    }
+}
+
+void restore_params(std::vector<float>& params, const std::vector<float>& saved, const std::string& which) {
+    if (saved.size() != params.size())
+        throw InputError(which + " model: the state has " + std::to_string(saved.size()) + " parameters, expected " +
+                         std::to_string(params.size()));
+    params = saved;
+}
+
+} // namespace
+
+NerfTrainingState CpuNerfTraining::save_state() const {
+    auto& t = const_cast<NerfTrainer<float>&>(trainer_);  // Optimizer::state() is non-const; nothing changes
+    NerfTrainingState s;
+    s.step = t.step_count();
+    s.rng_state = t.rng_state();
+    s.density_params = t.density_model().params();
+    s.colour_params = t.colour_model().params();
+    s.density_optimizer = optimizer_buffers(t.density_optimizer());
+    s.colour_optimizer = optimizer_buffers(t.colour_optimizer());
+    s.grid_density = t.occupancy_grid().density();
+    s.grid_bits = t.occupancy_grid().bits();
+    return s;
+}
+
+void CpuNerfTraining::load_state(const NerfTrainingState& s) {
+    restore_params(trainer_.density_model().params(), s.density_params, "density");
+    restore_params(trainer_.colour_model().params(), s.colour_params, "colour");
+    restore_optimizer(trainer_.density_optimizer(), s.density_optimizer, "density");
+    restore_optimizer(trainer_.colour_optimizer(), s.colour_optimizer, "colour");
+    trainer_.occupancy_grid().set_state(s.grid_density, s.grid_bits);
+    trainer_.set_step_count((uint32_t)s.step);
+    trainer_.set_rng_state(s.rng_state);
+}
+
+NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_scale, uint32_t rays_per_batch,
+                                              uint64_t seed) {
+    NerfTrainerSettings s;
+    s.rays_per_batch = rays_per_batch;
+    s.seed = seed;
+    s.cone_angle = aabb_scale <= 1 ? 0.f : 1.f / 256;
+    auto it = config.find("sampling");
+    if (it == config.end()) return s;
+    if (!it->is_object()) throw ConfigError("sampling", "must be an object");
+    for (const auto& [key, value] : it->items()) {
+        if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
+            key != "occupancy_warmup_steps")
+            throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
+                                                 "occupancy_update_interval, occupancy_warmup_steps)");
+        if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
+    }
+    s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
+    s.max_samples_per_ray = (int)get_number(*it, "sampling", "max_samples_per_ray", s.max_samples_per_ray);
+    if (s.max_samples_per_ray < 1) throw ConfigError("sampling.max_samples_per_ray", "must be at least 1");
+    s.occupancy_update_interval =
+        (uint32_t)get_number(*it, "sampling", "occupancy_update_interval", s.occupancy_update_interval);
+    s.occupancy.warmup_steps = (uint32_t)get_number(*it, "sampling", "occupancy_warmup_steps", s.occupancy.warmup_steps);
+    return s;
+}
+
+} // namespace fusedngp::nerf
