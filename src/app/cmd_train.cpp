@@ -98,7 +98,7 @@ int run_train(TrainOptions o) {
     if (o.data.empty()) o.data = default_data_path();
     std::string mode = o.mode.empty() ? infer_mode(o.data) : mode_spec(o.mode).name;
     if (!mode_spec(mode).implemented) throw InputError("mode \"" + mode + "\" is not implemented yet (image and sdf are)");
-    if (o.backend.empty()) o.backend = mode == "nerf" ? "cpu" : available_backends().front();
+    if (o.backend.empty()) o.backend = available_backends().front();
     if (mode == "nerf" && !o.batch_given) o.batch_size = 4096;  // rays, not points
     if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
     if (o.steps == 0 && o.seconds <= 0) o.steps = 2000;
@@ -176,12 +176,12 @@ void add_train_command(CLI::App& app) {
     auto o = std::make_shared<TrainOptions>();
     CLI::App* cmd = app.add_subcommand("train", "Train a model on data; writes snapshot, render and summary.json to --out");
     cmd->add_option("--data", o->data, "training data (image: PNG/JPEG/BMP/TGA/EXR; sdf: a mesh, .obj .ply .stl .off; nerf: a folder with transforms_train.json or transforms.json, or a transforms .json); default: the bundled data/astronaut.png");
-    cmd->add_option("--mode", o->mode, "image, sdf or nerf (CPU only for now); inferred from --data when omitted");
+    cmd->add_option("--mode", o->mode, "image, sdf or nerf; inferred from --data when omitted");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/<mode>.json");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--steps", o->steps, "stop at this total step count (default 2000 when --seconds is not given)");
     cmd->add_option("--seconds", o->seconds, "stop after this much training time (evaluation excluded)");
-    CLI::Option* batch = cmd->add_option("--batch", o->batch_size, "samples per step (nerf: rays per step, default 4096)")->capture_default_str();
+    CLI::Option* batch = cmd->add_option("--batch", o->batch_size, "samples per step (nerf: rays per step, default 4096; the cuda backend adapts them to the config's sampling.samples_per_batch)")->capture_default_str();
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
     cmd->add_option("--out", o->out, "output directory")->capture_default_str();
     cmd->add_option("--resume", o->resume, "continue from a snapshot written by train");

@@ -5,6 +5,7 @@
 
 #ifdef FUSEDNGP_HAVE_CUDA
 #include "engine/cuda_backend.h"
+#include "engine/nerf_cuda_trainer.h"
 #endif
 
 namespace fusedngp {
@@ -15,8 +16,9 @@ std::unique_ptr<nerf::NerfTraining> create_nerf_training(const std::string& back
     if (equals_ignore_case(backend, "cpu")) return std::make_unique<nerf::CpuNerfTraining>(dataset, config, settings);
     if (equals_ignore_case(backend, "cuda")) {
 #ifdef FUSEDNGP_HAVE_CUDA
-        if (!cuda_device_available()) throw InputError("--backend cuda: no CUDA device (" + cuda_device_description() + ")");
-        throw InputError("--backend cuda: the NeRF mode's CUDA trainer is not built yet; use --backend cpu");
+        if (!cuda_device_available())
+            throw InputError("--backend cuda: " + cuda_device_description() + " on this machine; use --backend cpu");
+        return std::make_unique<NerfCudaTrainer>(dataset, config, settings);
 #else
         throw InputError("--backend cuda: this build has no CUDA support (built without nvcc)");
 #endif

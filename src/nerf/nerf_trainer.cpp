@@ -5,6 +5,7 @@
 #include "core/json_fields.h"
 #include "io/metrics.h"
 #include "losses/factory.h"
+#include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
 #include "optimizers/factory.h"
 
@@ -15,8 +16,6 @@ namespace fusedngp::nerf {
 
 namespace {
 
-constexpr uint32_t kDensityOutputs = 16;
-constexpr uint32_t kColourInputs = 3 + kDensityOutputs;
 // Rays per inference chunk of render_view, and points per chunk of the grid update.
 constexpr size_t kRenderChunkRays = 4096;
 constexpr Eigen::Index kDensityChunk = 1 << 16;
@@ -39,12 +38,6 @@ json model_config(const json& config, const std::string& encoding, const std::st
     return json{{"encoding", config.at(encoding)}, {"network", config.at(network)}};
 }
 
-const json& with_checked_activations(const json& config) {
-    require_no_output_activation(config, "network");
-    require_no_output_activation(config, "rgb_network");
-    return config;
-}
-
 Box3 intersect(const Box3& a, const Box3& b) {
     Box3 r;
     for (int i = 0; i < 3; ++i) {
@@ -64,15 +57,47 @@ void pixel_target(const NerfImages& images, size_t frame, uint32_t x, uint32_t y
 
 } // namespace
 
+Box3 nerf_march_bounds(const NerfDataset& dataset, int n_cascades) {
+    return intersect(nerf_scene_box(dataset), cascade_box(n_cascades - 1));
+}
+
+double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::function<Image(const Camera&)>& render) {
+    if (dataset.frames.empty()) throw InputError(dataset.source + ": no frames to evaluate");
+    double sum = 0;
+    const float bg[3] = {background.x, background.y, background.z};
+    for (size_t f = 0; f < dataset.frames.size(); ++f) {
+        Camera camera = dataset.frames[f].camera;
+        camera.intrinsics.width = dataset.images.width;
+        camera.intrinsics.height = dataset.images.height;
+        const Image rendered = render(camera);
+        Image target = rendered;
+        for (uint32_t y = 0; y < dataset.images.height; ++y)
+            for (uint32_t x = 0; x < dataset.images.width; ++x)
+                pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
+        sum += psnr(rendered, target);
+    }
+    return sum / (double)dataset.frames.size();
+}
+
+json nerf_density_model_config(const json& config) {
+    require_no_output_activation(config, "network");
+    return model_config(config, "encoding", "network");
+}
+
+json nerf_colour_model_config(const json& config) {
+    require_no_output_activation(config, "rgb_network");
+    return model_config(config, "dir_encoding", "rgb_network");
+}
+
 template <typename T>
 NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, const NerfTrainerSettings& settings)
     : dataset_(dataset),
       settings_(settings),
-      density_(3, kDensityOutputs, model_config(with_checked_activations(config), "encoding", "network"),
-               derive_seed(settings.seed, 1)),
-      colour_(kColourInputs, 3, model_config(config, "dir_encoding", "rgb_network"), derive_seed(settings.seed, 2)),
+      density_(3, kDensityOutputs, nerf_density_model_config(config), derive_seed(settings.seed, 1)),
+      colour_(kColourInputs, 3, nerf_colour_model_config(config), derive_seed(settings.seed, 2)),
       grid_((int)dataset.aabb_scale, settings.occupancy),
-      rng_(derive_seed(settings.seed, 3)) {
+      rng_(derive_seed(settings.seed, 3)),
+      ray_key_(derive_seed(settings.seed, 4)) {
     if (!config.contains("loss")) throw ConfigError("loss", "missing section");
     if (!config.contains("optimizer")) throw ConfigError("optimizer", "missing section");
     loss_ = create_loss<T>(config.at("loss"), "loss");
@@ -83,7 +108,7 @@ NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, cons
     march_.cone_angle = settings_.cone_angle;
     march_.n_cascades = grid_.n_cascades();
     march_.max_samples = settings_.max_samples_per_ray;
-    bounds_ = intersect(nerf_scene_box(dataset_), cascade_box(grid_.n_cascades() - 1));
+    bounds_ = nerf_march_bounds(dataset_, grid_.n_cascades());
 }
 
 template <typename T>
@@ -95,16 +120,19 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
     b.background.resize(3 * (size_t)n_rays);
     b.first.assign(1, 0);
     std::vector<float> pos, dir;
+    const uint64_t batch_index = batches_drawn_++;
     for (uint32_t r = 0; r < n_rays; ++r) {
-        const size_t frame = rng_.next_u64() % dataset_.frames.size();
-        const uint32_t x = (uint32_t)(rng_.next_u64() % images.width);
-        const uint32_t y = (uint32_t)(rng_.next_u64() % images.height);
-        const float jx = rng_.next_float(), jy = rng_.next_float();
+        const TrainingRayDraw d = draw_training_ray(ray_key_, batch_index, r, (uint32_t)dataset_.frames.size(),
+                                                    images.width, images.height);
         T* bg = &b.background[3 * r];
-        for (int c = 0; c < 3; ++c) bg[c] = (T)rng_.next_float();
-        pixel_target(images, frame, x, y, bg, &b.target[3 * r]);
-        const Ray ray = camera_ray(dataset_.frames[frame].camera, (float)x + jx, (float)y + jy);
-        march_ray(ray.origin, ray.direction, bounds_, rng_.next_float(), grid_.bits().data(), march_,
+        float target[3];
+        composite_pixel(images.frame(d.frame) + ((size_t)d.y * images.width + d.x) * 4, d.background, target);
+        for (int c = 0; c < 3; ++c) {
+            bg[c] = (T)d.background[c];
+            b.target[3 * r + c] = (T)target[c];
+        }
+        const Ray ray = camera_ray(dataset_.frames[d.frame].camera, (float)d.x + d.jitter_x, (float)d.y + d.jitter_y);
+        march_ray(ray.origin, ray.direction, bounds_, d.march_jitter, grid_.bits().data(), march_,
                   [&](Vec3 p, float t, float dt) {
                       for (int a = 0; a < 3; ++a) {
                           pos.push_back(p[a]);
@@ -301,21 +329,7 @@ Image NerfTrainer<T>::render_view(const Camera& camera, Vec3 background) const {
 
 template <typename T>
 double NerfTrainer<T>::psnr_on(const NerfDataset& dataset, Vec3 background) const {
-    if (dataset.frames.empty()) throw InputError(dataset.source + ": no frames to evaluate");
-    double sum = 0;
-    const float bg[3] = {background.x, background.y, background.z};
-    for (size_t f = 0; f < dataset.frames.size(); ++f) {
-        Camera camera = dataset.frames[f].camera;
-        camera.intrinsics.width = dataset.images.width;
-        camera.intrinsics.height = dataset.images.height;
-        const Image rendered = render_view(camera, background);
-        Image target = rendered;
-        for (uint32_t y = 0; y < dataset.images.height; ++y)
-            for (uint32_t x = 0; x < dataset.images.width; ++x)
-                pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
-        sum += psnr(rendered, target);
-    }
-    return sum / (double)dataset.frames.size();
+    return mean_view_psnr(dataset, background, [&](const Camera& camera) { return render_view(camera, background); });
 }
 
 template <typename T>
@@ -339,6 +353,7 @@ void NerfTrainer<T>::set_learning_rate(double lr) {
 template <typename T>
 void NerfTrainer<T>::set_step_count(uint32_t step) {
     step_ = step;
+    batches_drawn_ = step;
     density_optimizer_->set_step_count(step);
     colour_optimizer_->set_step_count(step);
 }

@@ -15,6 +15,7 @@
 // loss from "loss" (mean over rays x 3 channels of the ray colours).
 //
 // A step: rays_per_batch random (frame, pixel) pairs and jitter in the pixel
+// (nerf/training_rays.h: a function of seed, step and ray, shared with the GPU)
 // -> march through the occupancy grid (cap max_samples_per_ray) -> density
 // and colour models on all samples at once -> volume rendering against a
 // random background per ray, target = rgb * alpha + bg * (1 - alpha) ->
@@ -30,14 +31,30 @@
 #include "losses/loss.h"
 #include "model/model.h"
 #include "nerf/nerf_dataset.h"
+#include "nerf/nerf_model_layout.h"
 #include "nerf/occupancy_grid.h"
 #include "nerf/ray_marching_math.h"
 #include "io/image.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 namespace fusedngp::nerf {
+
+// The two models' {encoding, network} configs from a NeRF config; ConfigError
+// for a missing section or an output activation other than None.
+json nerf_density_model_config(const json& config);
+json nerf_colour_model_config(const json& config);
+
+// The box training and rendering rays are marched through: the scene's box
+// (aabb_scale) within the coarsest cascade.
+Box3 nerf_march_bounds(const NerfDataset& dataset, int n_cascades);
+
+// Mean over the dataset's frames of the PSNR (dB, peak 1) of render(camera)
+// against the frame's image composited on `background` (NeRF-synthetic's
+// protocol with a white background).
+double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::function<Image(const Camera&)>& render);
 
 struct NerfTrainerSettings {
     uint32_t rays_per_batch = 1024;
@@ -46,6 +63,10 @@ struct NerfTrainerSettings {
     uint32_t occupancy_update_interval = 16;  // 0: never update (march every cell)
     OccupancyGridSettings occupancy;
     uint64_t seed = 1337;
+    // The CUDA trainer's sample budget: it adapts the rays per step so a
+    // step marches about this many samples (instant-ngp: 2^18). The CPU
+    // trainer keeps rays_per_batch fixed.
+    uint32_t samples_per_batch = 1u << 18;
 };
 
 // One batch of rays and their samples, as drawn by a step (kept so a test can
@@ -125,7 +146,9 @@ private:
     std::unique_ptr<Optimizer<T>> density_optimizer_;
     std::unique_ptr<Optimizer<T>> colour_optimizer_;
     OccupancyGrid grid_;
-    Rng rng_;
+    Rng rng_;             // occupancy grid updates
+    uint64_t ray_key_;    // training rays (training_rays.h)
+    uint64_t batches_drawn_ = 0;
     uint32_t step_ = 0;
     size_t last_samples_ = 0;
     std::vector<T> density_grads_, colour_grads_;

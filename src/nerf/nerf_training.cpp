@@ -74,9 +74,10 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     if (!it->is_object()) throw ConfigError("sampling", "must be an object");
     for (const auto& [key, value] : it->items()) {
         if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
-            key != "occupancy_warmup_steps")
+            key != "occupancy_warmup_steps" && key != "samples_per_batch")
             throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
-                                                 "occupancy_update_interval, occupancy_warmup_steps)");
+                                                 "occupancy_update_interval, occupancy_warmup_steps, "
+                                                 "samples_per_batch)");
         if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
     }
     s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
@@ -85,6 +86,9 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     s.occupancy_update_interval =
         (uint32_t)get_number(*it, "sampling", "occupancy_update_interval", s.occupancy_update_interval);
     s.occupancy.warmup_steps = (uint32_t)get_number(*it, "sampling", "occupancy_warmup_steps", s.occupancy.warmup_steps);
+    s.samples_per_batch = (uint32_t)get_number(*it, "sampling", "samples_per_batch", s.samples_per_batch);
+    if (s.samples_per_batch < 256 || s.samples_per_batch > (1u << 26))
+        throw ConfigError("sampling.samples_per_batch", "must be in [256, 2^26]");
     return s;
 }
 

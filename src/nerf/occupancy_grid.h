@@ -38,6 +38,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "geometry/vec3.h"
+#include "nerf/ray_marching_math.h"
 
 #include <cstdint>
 #include <functional>
@@ -52,7 +53,6 @@ using DensityBatchFn = std::function<void(const Matrix<float>& points, Matrix<fl
 // cascade's bits into the next coarser cascade's inner octant, finest first.
 void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades);
 
-constexpr float kOccupancyDensity = 0.01f / (1.7320508075688772f / 1024.f);
 
 struct OccupancyGridSettings {
     float decay = 0.95f;

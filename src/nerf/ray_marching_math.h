@@ -67,6 +67,9 @@ constexpr int kGridResolution = 128;
 constexpr uint32_t kGridCells = 128u * 128u * 128u;  // cells per cascade
 constexpr int kMaxCascades = 8;
 constexpr float kMinStep = 1.7320508075688772f / 1024.f;
+// The occupancy grid's density threshold cap (occupancy_grid.h): an optical
+// thickness of 0.01 over one minimum step.
+constexpr float kOccupancyDensity = 0.01f / kMinStep;
 
 // n_cascades = log2(aabb_scale) + 1 for aabb_scale a power of two in [1, 128];
 // 0 where aabb_scale is not one.

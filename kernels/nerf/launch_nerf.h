@@ -1,0 +1,160 @@
+// Launchers of the NeRF kernels (kernels/nerf/nerf_kernels.cu), private to
+// them and to their host users (src/gpu/nerf, engine/nerf_cuda_trainer).
+// Plain types only, so the .cu needs neither Eigen nor JSON. Each kernel's
+// per-ray or per-cell math is the CPU reference's own host/device code
+// (nerf/ray_marching_math.h, volume_rendering.h, training_rays.h, ray_loss.h).
+#pragma once
+
+#include "nerf/ray_loss.h"
+#include "nerf/ray_marching_math.h"
+#include "render/camera.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fusedngp::gpu {
+
+// A ray whose samples did not fit the step's sample buffer (ray_count).
+constexpr uint32_t kDroppedRay = 0xFFFFFFFFu;
+
+// What a march reads: the occupancy bits, the box rays are clipped to, the
+// step rule.
+struct NerfMarchView {
+    const uint8_t* bits = nullptr;
+    Box3 bounds;
+    nerf::MarchSettings march;
+};
+
+// Per-sample outputs of a march. directions holds (dir + 1) / 2 in columns
+// 0..2 of rows `direction_stride` floats apart (the colour model's input).
+struct NerfSampleBuffers {
+    float* positions = nullptr;   // [capacity][3]
+    float* directions = nullptr;  // [capacity][direction_stride]
+    uint32_t direction_stride = 3;
+    float* t = nullptr;           // [capacity]
+    float* dt = nullptr;          // [capacity]
+    uint32_t capacity = 0;
+};
+
+struct NerfTrainingRaysArgs {
+    uint64_t key = 0, step = 0;
+    uint32_t n_rays = 0;
+    const Camera* cameras = nullptr;  // [n_frames]
+    uint32_t n_frames = 0;
+    const uint8_t* images = nullptr;  // [n_frames][height][width][4]
+    uint32_t width = 0, height = 0;
+    NerfMarchView grid;
+    NerfSampleBuffers samples;
+    uint32_t* ray_first = nullptr;    // [n_rays]
+    uint32_t* ray_count = nullptr;    // [n_rays], kDroppedRay when dropped
+    float* ray_target = nullptr;      // [n_rays][3]
+    float* ray_background = nullptr;  // [n_rays][3]
+    // [0] samples asked for (may exceed capacity), [1] rays kept, [2] samples
+    // kept. Zeroed by the caller.
+    uint32_t* counters = nullptr;
+};
+
+// Draws the step's rays (nerf/training_rays.h), marches them and writes their
+// samples into consecutive ranges of the buffers (order between rays is
+// arbitrary); a ray whose range would pass the capacity is dropped.
+void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream);
+
+// dst[i][offset + j] = src[i][j], j < cols, for i < n (strided rows).
+void launch_copy_columns(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride, uint32_t dst_offset,
+                         uint32_t cols, uint32_t n, cudaStream_t stream);
+
+// sigma[i] = trunc_exp(density_out[i][0]), rgb[i][c] = sigmoid(colour_raw[i][c]).
+void launch_nerf_activations(const float* density_out, uint32_t density_stride, const float* colour_raw, float* sigma,
+                             float* rgb, uint32_t n, cudaStream_t stream);
+
+// sigma[i] = trunc_exp(density_out[i][0]) (the occupancy grid's density).
+void launch_nerf_sigma(const float* density_out, uint32_t density_stride, float* sigma, uint32_t n,
+                       cudaStream_t stream);
+
+struct NerfRayLossArgs {
+    uint32_t n_rays = 0;
+    const uint32_t* ray_first = nullptr;
+    const uint32_t* ray_count = nullptr;
+    const float* ray_target = nullptr;
+    const float* ray_background = nullptr;
+    const float* sigma = nullptr;  // [capacity]
+    const float* rgb = nullptr;    // [capacity][3]
+    const float* t = nullptr;
+    const float* dt = nullptr;
+    nerf::RayLoss loss;
+    const uint32_t* counters = nullptr;  // [1]: rays kept: the mean's divisor is 3 * that
+    float* d_sigma = nullptr;     // [capacity], zeroed by the caller
+    float* d_rgb = nullptr;       // [capacity][3], zeroed by the caller
+    double* loss_sum = nullptr;   // += sum of the kept rays' mean loss terms
+};
+
+// Per ray: volume rendering, the loss against the target and its backward
+// (render_ray, ray_loss_*, render_ray_backward), writing dL/dsigma and
+// dL/drgb of the ray's samples.
+void launch_nerf_ray_loss(const NerfRayLossArgs& args, cudaStream_t stream);
+
+// d_colour_raw[i][c] = d_rgb[i][c] * rgb (1 - rgb) (through the sigmoid).
+void launch_nerf_colour_raw_gradient(const float* rgb, const float* d_rgb, float* d_colour_raw, uint32_t n,
+                                     cudaStream_t stream);
+
+// d_density_out[i][j] = d_colour_in[i][feature_offset + j] (the density
+// outputs' part of the colour model's input gradient) plus, for j = 0,
+// d_sigma[i] * trunc_exp_grad(density_out[i][0]).
+void launch_nerf_density_gradient(const float* d_colour_in, uint32_t colour_in_stride, uint32_t feature_offset,
+                                  const float* density_out, const float* d_sigma, float* d_density_out, uint32_t n,
+                                  cudaStream_t stream);
+
+// ---- Rendering (inference) --------------------------------------------------
+
+struct NerfViewRays {
+    Camera camera;
+    uint32_t first_pixel = 0;  // rays are pixels first_pixel .. first_pixel + n_rays - 1, row-major
+    uint32_t n_rays = 0;
+};
+
+// counts[i] = samples of ray i (pixel centres, no jitter).
+void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchView& grid, uint32_t* counts,
+                                    cudaStream_t stream);
+// Writes the samples of rays [ray_begin, ray_end) at offsets[i] - offsets[ray_begin].
+void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid, const uint32_t* offsets,
+                            uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
+                            cudaStream_t stream);
+// rgb_out[i] (i in [ray_begin, ray_end), RGB floats) = render_ray of the ray's samples on `background`.
+void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
+                                const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
+                                float* rgb_out, cudaStream_t stream);
+
+// ---- Occupancy grid -----------------------------------------------------------
+
+// The cells and points of one update for cascade k (nerf/occupancy_grid.h):
+// warm-up: n = 128^3 cells in order; else n = 128^3 / 2: first half uniform,
+// second half uniform over `occupied` (its count at *n_occupied; uniform over
+// all cells when 0). Points are jittered in their cells. Counter-based draws
+// keyed by (key, update index).
+void launch_nerf_grid_samples(uint64_t key, uint64_t update, int cascade, bool warmup, const uint32_t* occupied,
+                              const uint32_t* n_occupied, uint32_t* cells, float* points, cudaStream_t stream);
+// fresh[cascade * 128^3 + cells[i]] = max(fresh, values[i]) (values >= 0).
+void launch_nerf_grid_scatter_max(const uint32_t* cells, const float* values, uint32_t n, int cascade, float* fresh,
+                                  cudaStream_t stream);
+// density = max(decay * density, fresh) over n cells.
+void launch_nerf_grid_decay(float* density, const float* fresh, float decay, size_t n, cudaStream_t stream);
+// *threshold = min(kOccupancyDensity, *cascade0_sum / 128^3).
+void launch_nerf_grid_threshold(const float* cascade0_sum, float* threshold, cudaStream_t stream);
+// bits of every cell: density > *threshold.
+void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
+                           cudaStream_t stream);
+// pool_cascade_bits: cascade k's inner octant ORs cascade k-1's bytes, k = 1 .. n-1.
+void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream);
+// Morton indices (within cascade k) of its occupied cells, compacted; *n_out
+// their count. `temp` / `temp_bytes`: CUB scratch (query with temp = null).
+void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32_t* n_out, void* temp,
+                         size_t& temp_bytes, cudaStream_t stream);
+// *sum = sum of values[0..n) (CUB; deterministic for a given n).
+void nerf_sum(const float* values, size_t n, float* sum, void* temp, size_t& temp_bytes, cudaStream_t stream);
+// offsets = exclusive prefix sum of counts[0..n) (CUB).
+void nerf_exclusive_sum(const uint32_t* counts, uint32_t* offsets, uint32_t n, void* temp, size_t& temp_bytes,
+                        cudaStream_t stream);
+
+} // namespace fusedngp::gpu

@@ -1,0 +1,374 @@
+// The NeRF mode's kernels: training-ray generation and marching, the
+// per-ray volume rendering + loss + backward, activations, the view renderer
+// and the occupancy grid update. Every per-ray or per-cell formula is the CPU
+// reference's host/device function (nerf/*.h); these kernels only map them
+// over threads and place the results.
+#include "nerf/launch_nerf.h"
+
+#include "gpu/components/device_buffer.h"
+#include "nerf/nerf_model_layout.h"
+#include "nerf/training_rays.h"
+#include "nerf/volume_rendering.h"
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+namespace fusedngp::gpu {
+namespace {
+
+constexpr uint32_t kThreads = 128;
+
+uint32_t blocks_for(size_t n) { return (uint32_t)((n + kThreads - 1) / kThreads); }
+
+__device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec3 dir, float t, float dt) {
+    s.positions[3 * (size_t)i + 0] = p.x;
+    s.positions[3 * (size_t)i + 1] = p.y;
+    s.positions[3 * (size_t)i + 2] = p.z;
+    float* d = s.directions + (size_t)i * s.direction_stride;
+    d[0] = 0.5f * (dir.x + 1.f);
+    d[1] = 0.5f * (dir.y + 1.f);
+    d[2] = 0.5f * (dir.z + 1.f);
+    s.t[i] = t;
+    s.dt[i] = dt;
+}
+
+// ---- Training rays -------------------------------------------------------------
+
+__global__ void training_rays_kernel(const NerfTrainingRaysArgs a) {
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.n_rays) return;
+    const nerf::TrainingRayDraw d = nerf::draw_training_ray(a.key, a.step, r, a.n_frames, a.width, a.height);
+    float target[3];
+    const uint8_t* pixel = a.images + (((size_t)d.frame * a.height + d.y) * a.width + d.x) * 4;
+    nerf::composite_pixel(pixel, d.background, target);
+    for (int c = 0; c < 3; ++c) {
+        a.ray_target[3 * r + c] = target[c];
+        a.ray_background[3 * r + c] = d.background[c];
+    }
+    const Ray ray = camera_ray(a.cameras[d.frame], (float)d.x + d.jitter_x, (float)d.y + d.jitter_y);
+    // Two marches: count, reserve a range, then write (marching is cheap next
+    // to the networks, and a reserved range keeps a ray's samples together).
+    const int n = nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
+                                  [](Vec3, float, float) {});
+    const uint32_t base = atomicAdd(&a.counters[0], (uint32_t)n);
+    if ((uint64_t)base + (uint64_t)n > a.samples.capacity) {
+        a.ray_first[r] = 0;
+        a.ray_count[r] = kDroppedRay;
+        return;
+    }
+    atomicAdd(&a.counters[1], 1u);
+    atomicAdd(&a.counters[2], (uint32_t)n);
+    a.ray_first[r] = base;
+    a.ray_count[r] = (uint32_t)n;
+    uint32_t i = base;
+    nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
+                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, ray.direction, t, dt); });
+}
+
+__global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
+                                    uint32_t dst_offset, uint32_t cols, uint32_t n) {
+    const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (size_t)n * cols) return;
+    const size_t i = k / cols, j = k % cols;
+    dst[i * dst_stride + dst_offset + j] = src[i * src_stride + j];
+}
+
+__device__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+__global__ void activations_kernel(const float* density_out, uint32_t density_stride, const float* colour_raw,
+                                   float* sigma, float* rgb, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    sigma[i] = nerf::trunc_exp(density_out[(size_t)i * density_stride]);
+    for (int c = 0; c < 3; ++c) rgb[3 * (size_t)i + c] = sigmoid(colour_raw[3 * (size_t)i + c]);
+}
+
+__global__ void sigma_kernel(const float* density_out, uint32_t density_stride, float* sigma, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) sigma[i] = nerf::trunc_exp(density_out[(size_t)i * density_stride]);
+}
+
+__global__ void ray_loss_kernel(const NerfRayLossArgs a) {
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.n_rays || a.ray_count[r] == kDroppedRay) return;
+    const uint32_t f = a.ray_first[r];
+    nerf::RaySamples<float> s;
+    s.n = (int)a.ray_count[r];
+    s.sigma = a.sigma + f;
+    s.rgb = a.rgb + 3 * (size_t)f;
+    s.dt = a.dt + f;
+    s.t = a.t + f;
+    const float* bg = a.ray_background + 3 * r;
+    const nerf::RayResult<float> res = nerf::render_ray(s, bg);
+    const float inv_n = 1.f / (3.f * (float)::max(a.counters[1], 1u));
+    nerf::RayOutputGrad<float> g;
+    float loss = 0.f;
+    for (int c = 0; c < 3; ++c) {
+        const float target = a.ray_target[3 * r + c];
+        loss += nerf::ray_loss_value(a.loss, res.rgb[c], target);
+        g.rgb[c] = nerf::ray_loss_gradient(a.loss, res.rgb[c], target) * inv_n;
+    }
+    atomicAdd(a.loss_sum, (double)(loss * inv_n));
+    nerf::render_ray_backward(s, res, g, nerf::RayInputGrad<float>{a.d_sigma + f, a.d_rgb + 3 * (size_t)f, nullptr});
+}
+
+__global__ void colour_raw_gradient_kernel(const float* rgb, const float* d_rgb, float* d_colour_raw, uint32_t n) {
+    const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= 3 * (size_t)n) return;
+    const float y = rgb[k];
+    d_colour_raw[k] = d_rgb[k] * y * (1.f - y);
+}
+
+__global__ void density_gradient_kernel(const float* d_colour_in, uint32_t colour_in_stride, uint32_t feature_offset,
+                                        const float* density_out, const float* d_sigma, float* d_density_out,
+                                        uint32_t n) {
+    constexpr uint32_t kOut = nerf::kDensityOutputs;
+    const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (size_t)n * kOut) return;
+    const size_t i = k / kOut, j = k % kOut;
+    float g = d_colour_in[i * colour_in_stride + feature_offset + j];
+    if (j == 0) g += d_sigma[i] * nerf::trunc_exp_grad(density_out[i * kOut]);
+    d_density_out[k] = g;
+}
+
+// ---- View rendering ---------------------------------------------------------------
+
+__device__ Ray view_ray(const NerfViewRays& v, uint32_t i) {
+    const uint32_t p = v.first_pixel + i;
+    const uint32_t w = v.camera.intrinsics.width;
+    return camera_ray(v.camera, (float)(p % w) + 0.5f, (float)(p / w) + 0.5f);
+}
+
+__global__ void count_view_samples_kernel(const NerfViewRays v, const NerfMarchView g, uint32_t* counts) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= v.n_rays) return;
+    const Ray ray = view_ray(v, i);
+    counts[i] = (uint32_t)nerf::march_ray(ray.origin, ray.direction, g.bounds, 0.f, g.bits, g.march,
+                                          [](Vec3, float, float) {});
+}
+
+__global__ void march_view_kernel(const NerfViewRays v, const NerfMarchView g, const uint32_t* offsets,
+                                  uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers s) {
+    const uint32_t i = ray_begin + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ray_end) return;
+    const Ray ray = view_ray(v, i);
+    uint32_t k = offsets[i] - offsets[ray_begin];
+    nerf::march_ray(ray.origin, ray.direction, g.bounds, 0.f, g.bits, g.march,
+                    [&](Vec3 p, float t, float dt) { store_sample(s, k++, p, ray.direction, t, dt); });
+}
+
+__global__ void composite_view_kernel(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin,
+                                      uint32_t ray_end, const float* sigma, const float* rgb, const float* t,
+                                      const float* dt, Vec3 background, float* rgb_out) {
+    const uint32_t i = ray_begin + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ray_end) return;
+    const uint32_t f = offsets[i] - offsets[ray_begin];
+    nerf::RaySamples<float> s;
+    s.n = (int)counts[i];
+    s.sigma = sigma + f;
+    s.rgb = rgb + 3 * (size_t)f;
+    s.dt = dt + f;
+    s.t = t + f;
+    const float bg[3] = {background.x, background.y, background.z};
+    const nerf::RayResult<float> res = nerf::render_ray(s, bg);
+    for (int c = 0; c < 3; ++c) rgb_out[3 * (size_t)i + c] = res.rgb[c];
+}
+
+// ---- Occupancy grid -------------------------------------------------------------------
+
+__global__ void grid_samples_kernel(uint64_t key, uint64_t update, int cascade, bool warmup, const uint32_t* occupied,
+                                    const uint32_t* n_occupied, uint32_t* cells, float* points, uint32_t n) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    // Four numbers per sample: the cell draw and a jitter per axis.
+    const uint64_t base = ((update * nerf::kMaxCascades + (uint64_t)cascade) * nerf::kGridCells + i) * 4;
+    uint32_t cell = i;
+    if (!warmup) {
+        const float u = counter_uniform01(key, base);
+        const uint32_t n_occ = *n_occupied;
+        const bool from_occupied = i >= n / 2 && n_occ > 0;
+        cell = from_occupied ? occupied[nerf::scale_to_index(u, n_occ)] : nerf::scale_to_index(u, nerf::kGridCells);
+    }
+    cells[i] = cell;
+    const Box3 box = nerf::cell_box(cascade, nerf::morton3_decode(cell));
+    const float side = nerf::cascade_scale(cascade) / (float)nerf::kGridResolution;
+    for (int a = 0; a < 3; ++a) points[3 * (size_t)i + a] = box.lo[a] + counter_uniform01(key, base + 1 + a) * side;
+}
+
+__global__ void grid_scatter_max_kernel(const uint32_t* cells, const float* values, uint32_t n, int cascade,
+                                        float* fresh) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    // Non-negative floats order like their bit patterns as ints.
+    const float v = fmaxf(values[i], 0.f);
+    atomicMax(reinterpret_cast<int*>(fresh + (size_t)cascade * nerf::kGridCells + cells[i]), __float_as_int(v));
+}
+
+__global__ void grid_decay_kernel(float* density, const float* fresh, float decay, size_t n) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    density[i] = fmaxf(decay * density[i], fresh[i]);
+}
+
+__global__ void grid_threshold_kernel(const float* sum, float* threshold) {
+    *threshold = fminf(nerf::kOccupancyDensity, *sum / (float)nerf::kGridCells);
+}
+
+__global__ void grid_bits_kernel(const float* density, const float* threshold, size_t n_bytes, uint8_t* bits) {
+    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= n_bytes) return;
+    const float th = *threshold;
+    uint8_t byte = 0;
+    for (int k = 0; k < 8; ++k)
+        if (density[8 * b + k] > th) byte |= (uint8_t)(1u << k);
+    bits[b] = byte;
+}
+
+__global__ void grid_pool_kernel(uint8_t* bits, int cascade) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 64u * 64u * 64u) return;
+    const nerf::Cell3 coarse{32 + i % 64, 32 + (i / 64) % 64, 32 + i / 4096};
+    nerf::pool_cascade_bit(bits, cascade, coarse);
+}
+
+struct CellOccupied {
+    const uint8_t* bits;
+    uint32_t base;
+    __device__ bool operator()(uint32_t cell) const { return nerf::grid_bit(bits, base + cell); }
+};
+
+} // namespace
+
+void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream) {
+    if (args.n_rays == 0) return;
+    training_rays_kernel<<<blocks_for(args.n_rays), kThreads, 0, stream>>>(args);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_copy_columns(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride, uint32_t dst_offset,
+                         uint32_t cols, uint32_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    copy_columns_kernel<<<blocks_for((size_t)n * cols), kThreads, 0, stream>>>(src, src_stride, dst, dst_stride,
+                                                                              dst_offset, cols, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_activations(const float* density_out, uint32_t density_stride, const float* colour_raw, float* sigma,
+                             float* rgb, uint32_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    activations_kernel<<<blocks_for(n), kThreads, 0, stream>>>(density_out, density_stride, colour_raw, sigma, rgb, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_sigma(const float* density_out, uint32_t density_stride, float* sigma, uint32_t n,
+                       cudaStream_t stream) {
+    if (n == 0) return;
+    sigma_kernel<<<blocks_for(n), kThreads, 0, stream>>>(density_out, density_stride, sigma, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_ray_loss(const NerfRayLossArgs& args, cudaStream_t stream) {
+    if (args.n_rays == 0) return;
+    ray_loss_kernel<<<blocks_for(args.n_rays), kThreads, 0, stream>>>(args);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_colour_raw_gradient(const float* rgb, const float* d_rgb, float* d_colour_raw, uint32_t n,
+                                     cudaStream_t stream) {
+    if (n == 0) return;
+    colour_raw_gradient_kernel<<<blocks_for(3 * (size_t)n), kThreads, 0, stream>>>(rgb, d_rgb, d_colour_raw, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_density_gradient(const float* d_colour_in, uint32_t colour_in_stride, uint32_t feature_offset,
+                                  const float* density_out, const float* d_sigma, float* d_density_out, uint32_t n,
+                                  cudaStream_t stream) {
+    if (n == 0) return;
+    density_gradient_kernel<<<blocks_for((size_t)n * nerf::kDensityOutputs), kThreads, 0, stream>>>(
+        d_colour_in, colour_in_stride, feature_offset, density_out, d_sigma, d_density_out, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchView& grid, uint32_t* counts,
+                                    cudaStream_t stream) {
+    if (rays.n_rays == 0) return;
+    count_view_samples_kernel<<<blocks_for(rays.n_rays), kThreads, 0, stream>>>(rays, grid, counts);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid, const uint32_t* offsets,
+                            uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
+                            cudaStream_t stream) {
+    if (ray_end <= ray_begin) return;
+    march_view_kernel<<<blocks_for(ray_end - ray_begin), kThreads, 0, stream>>>(rays, grid, offsets, ray_begin,
+                                                                                 ray_end, samples);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
+                                const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
+                                float* rgb_out, cudaStream_t stream) {
+    if (ray_end <= ray_begin) return;
+    composite_view_kernel<<<blocks_for(ray_end - ray_begin), kThreads, 0, stream>>>(
+        offsets, counts, ray_begin, ray_end, sigma, rgb, t, dt, background, rgb_out);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_samples(uint64_t key, uint64_t update, int cascade, bool warmup, const uint32_t* occupied,
+                              const uint32_t* n_occupied, uint32_t* cells, float* points, cudaStream_t stream) {
+    const uint32_t n = warmup ? nerf::kGridCells : nerf::kGridCells / 2;
+    grid_samples_kernel<<<blocks_for(n), kThreads, 0, stream>>>(key, update, cascade, warmup, occupied, n_occupied,
+                                                                 cells, points, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_scatter_max(const uint32_t* cells, const float* values, uint32_t n, int cascade, float* fresh,
+                                  cudaStream_t stream) {
+    if (n == 0) return;
+    grid_scatter_max_kernel<<<blocks_for(n), kThreads, 0, stream>>>(cells, values, n, cascade, fresh);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_decay(float* density, const float* fresh, float decay, size_t n, cudaStream_t stream) {
+    grid_decay_kernel<<<blocks_for(n), kThreads, 0, stream>>>(density, fresh, decay, n);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_threshold(const float* cascade0_sum, float* threshold, cudaStream_t stream) {
+    grid_threshold_kernel<<<1, 1, 0, stream>>>(cascade0_sum, threshold);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
+                           cudaStream_t stream) {
+    grid_bits_kernel<<<blocks_for(n_cells / 8), kThreads, 0, stream>>>(density, threshold, n_cells / 8, bits);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream) {
+    // Finest first: each launch reads the bits the previous one finished.
+    for (int k = 1; k < n_cascades; ++k) {
+        grid_pool_kernel<<<blocks_for(64u * 64u * 64u), kThreads, 0, stream>>>(bits, k);
+        FUSEDNGP_GPU_CHECK(cudaGetLastError());
+    }
+}
+
+void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32_t* n_out, void* temp,
+                         size_t& temp_bytes, cudaStream_t stream) {
+    thrust::counting_iterator<uint32_t> cells(0);
+    const CellOccupied pred{bits, (uint32_t)cascade * nerf::kGridCells};
+    FUSEDNGP_GPU_CHECK(cub::DeviceSelect::If(temp, temp_bytes, cells, out, n_out, (int)nerf::kGridCells, pred, stream));
+}
+
+void nerf_sum(const float* values, size_t n, float* sum, void* temp, size_t& temp_bytes, cudaStream_t stream) {
+    FUSEDNGP_GPU_CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, values, sum, (int)n, stream));
+}
+
+void nerf_exclusive_sum(const uint32_t* counts, uint32_t* offsets, uint32_t n, void* temp, size_t& temp_bytes,
+                        cudaStream_t stream) {
+    FUSEDNGP_GPU_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, offsets, (int)n, stream));
+}
+
+} // namespace fusedngp::gpu

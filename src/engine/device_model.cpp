@@ -1,0 +1,157 @@
+#include "engine/device_model.h"
+
+#include "core/errors.h"
+#include "engine/cuda_backend_kernels.h"
+#include "gpu/cuda_check.h"
+#include "networks/mlp.h"
+
+#include <sstream>
+
+namespace fusedngp {
+namespace {
+
+gpu::GpuMlpConfig mlp_config_of(const Model<float>& host) {
+    const auto* net = dynamic_cast<const Mlp<float>*>(&host.network());
+    if (!net) throw ConfigError("network.otype", "not an MLP; the cuda backend runs MLPs only (use --backend cpu)");
+    gpu::GpuMlpConfig c;
+    c.n_input_dims = host.encoding().n_output_dims();
+    c.n_output_dims = net->n_output_dims();
+    c.width = net->n_neurons();
+    c.n_hidden_layers = net->n_hidden_layers();
+    c.hidden_activation = net->activation();
+    c.output_activation = net->output_activation();
+    return c;
+}
+
+gpu::MlpKernel resolve_kernel(const gpu::GpuMlpConfig& c, gpu::MlpKernel kernel) {
+    if (kernel == gpu::MlpKernel::Cublas) return kernel;
+    const std::string why = gpu::fused_unsupported_reason(c);
+    if (why.empty()) return gpu::MlpKernel::FullyFused;
+    if (kernel == gpu::MlpKernel::FullyFused)
+        throw ConfigError("network.otype", "FullyFusedMLP cannot run this network: " + why + "; use CublasMLP or Auto");
+    return gpu::MlpKernel::Cublas;
+}
+
+} // namespace
+
+DeviceModel::DeviceModel(const Model<float>& host, const json& optimizer_config, gpu::MlpKernel kernel,
+                         const gpu::GpuEncodingOptions& encoding_options, cudaStream_t stream)
+    : n_encoding_params_(host.n_encoding_params()), mlp_config_(mlp_config_of(host)) {
+    encoding_ = gpu::make_gpu_encoding(host.encoding(), encoding_options);
+    mlp_ = gpu::create_gpu_mlp(mlp_config_, resolve_kernel(mlp_config_, kernel));
+    optimizer_ = gpu::create_gpu_optimizer(optimizer_config);
+    params_.resize(host.n_params());
+    grads_.resize(host.n_params());
+    params_.upload(host.params());  // the host's seeded init: both backends start identical
+    grads_.fill_bytes(0, stream);
+    optimizer_->allocate(host.param_groups(), stream);
+    refresh_components(params_.data(), stream);
+}
+
+std::string DeviceModel::describe() const {
+    std::ostringstream os;
+    os << encoding_->describe() << " -> " << mlp_->describe();
+    return os.str();
+}
+
+void DeviceModel::reserve(uint32_t batch) {
+    if (batch <= capacity_) return;
+    encoded_.resize((size_t)batch * n_encoded_dims());
+    dencoded_.resize((size_t)batch * n_encoded_dims());
+    mlp_->reserve(batch);
+    capacity_ = batch;
+}
+
+void DeviceModel::refresh_components(const float* d_params, cudaStream_t stream) {
+    if (n_encoding_params_ > 0) encoding_->set_params(d_params, stream);
+    mlp_->set_params_device(d_params + n_encoding_params_, stream);
+}
+
+void DeviceModel::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) {
+    const uint32_t n_enc = n_encoded_dims();
+    encoding_->forward(gpu::const_rows(d_in, n_input_dims()), gpu::rows(encoded_.data(), n_enc), batch, stream);
+    mlp_->forward(encoded_.data(), d_out, batch, stream);
+}
+
+void DeviceModel::backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream) {
+    const uint32_t n_enc = n_encoded_dims();
+    mlp_->backward(encoded_.data(), d_dout, dencoded_.data(), grads_.data() + n_encoding_params_, batch, stream);
+    if (n_encoding_params_ == 0 && d_din == nullptr) return;
+    encoding_->backward(gpu::const_rows(d_in, n_input_dims()), gpu::const_rows(dencoded_.data(), n_enc),
+                        n_encoding_params_ > 0 ? grads_.data() : nullptr, gpu::rows(d_din, n_input_dims()), batch,
+                        stream);
+}
+
+void DeviceModel::inference(const float* d_in, float* d_out, float* d_scratch, uint32_t batch,
+                            cudaStream_t stream) const {
+    const uint32_t n_enc = n_encoded_dims();
+    encoding_->forward(gpu::const_rows(d_in, n_input_dims()), gpu::rows(d_scratch, n_enc), batch, stream);
+    mlp_->inference(d_scratch, d_out, batch, stream);
+}
+
+void DeviceModel::flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const {
+    gpu::launch_flag_non_finite(grads_.data(), grads_.size(), flag, stream);
+}
+
+void DeviceModel::zero_gradient_if(const unsigned int* flag, cudaStream_t stream) {
+    gpu::launch_zero_if_flagged(grads_.data(), grads_.size(), flag, stream);
+}
+
+void DeviceModel::step(cudaStream_t stream) {
+    optimizer_->step(params_.data(), grads_.data(), stream);
+    refresh_components(params_.data(), stream);
+}
+
+void DeviceModel::use_inference_params(cudaStream_t stream) {
+    refresh_components(optimizer_->inference_params(params_.data()), stream);
+}
+
+void DeviceModel::use_training_params(cudaStream_t stream) { refresh_components(params_.data(), stream); }
+
+std::vector<float> DeviceModel::inference_params(cudaStream_t stream) const {
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> out(params_.size());
+    FUSEDNGP_GPU_CHECK(cudaMemcpy(out.data(), optimizer_->inference_params(params_.data()), out.size() * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+    return out;
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> DeviceModel::optimizer_state(cudaStream_t stream) const {
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    std::vector<std::pair<std::string, std::vector<float>>> out;
+    for (const gpu::GpuStateBuffer& b : optimizer_->state()) {
+        std::vector<float> host(b.size);
+        if (b.size > 0)
+            FUSEDNGP_GPU_CHECK(cudaMemcpy(host.data(), b.data, b.size * sizeof(float), cudaMemcpyDeviceToHost));
+        out.emplace_back(b.name, std::move(host));
+    }
+    return out;
+}
+
+void DeviceModel::load(const std::vector<float>& params,
+                       const std::vector<std::pair<std::string, std::vector<float>>>& optimizer, uint64_t step,
+                       const std::string& which, cudaStream_t stream) {
+    if (params.size() != params_.size())
+        throw InputError(which + " model: the state has " + std::to_string(params.size()) + " parameters, expected " +
+                         std::to_string(params_.size()));
+    std::vector<gpu::GpuStateBuffer> buffers = optimizer_->state();
+    if (buffers.size() != optimizer.size())
+        throw InputError(which + " optimizer: the state has " + std::to_string(optimizer.size()) +
+                         " buffers, expected " + std::to_string(buffers.size()));
+    for (size_t i = 0; i < buffers.size(); ++i)
+        if (buffers[i].name != optimizer[i].first || buffers[i].size != optimizer[i].second.size())
+            throw InputError(which + " optimizer: state buffer \"" + optimizer[i].first + "\" (" +
+                             std::to_string(optimizer[i].second.size()) + " values) does not fit \"" +
+                             buffers[i].name + "\" (" + std::to_string(buffers[i].size) + ")");
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    params_.upload(params);
+    for (size_t i = 0; i < buffers.size(); ++i)
+        if (buffers[i].size > 0)
+            FUSEDNGP_GPU_CHECK(cudaMemcpy(buffers[i].data, optimizer[i].second.data(), buffers[i].size * sizeof(float),
+                                          cudaMemcpyHostToDevice));
+    optimizer_->set_step_count(step, stream);
+    refresh_components(params_.data(), stream);
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+}
+
+} // namespace fusedngp

@@ -1,0 +1,94 @@
+// DeviceModel: one Model<float> (encoding + MLP) trained on the GPU: the
+// fp32 master parameters (the host model's layout and seeded init), their
+// gradient, the optimizer, and the GPU encoding and MLP that read them. The
+// NeRF trainer composes two of these the way the CPU trainer composes two
+// Models; CudaBackend keeps its own single-model pipeline (fused step, update
+// graph), which this class does not replace.
+//
+// Intermediates for training live here (sized by reserve); the caller owns
+// the inputs, outputs and output gradients. All calls are asynchronous on
+// `stream` except the state transfers and reserve.
+#pragma once
+
+#include "gpu/components/device_buffer.h"
+#include "gpu/components/gpu_encoding.h"
+#include "gpu/components/gpu_optimizer.h"
+#include "gpu/gpu_mlp.h"
+#include "gpu/gpu_mlp_factory.h"
+#include "model/model.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fusedngp {
+
+class DeviceModel {
+public:
+    // `host` gives the layout, names and initial parameters (it is copied
+    // from, not kept). `optimizer_config` is a tiny-cuda-nn optimizer
+    // section. `kernel`: FullyFused (ConfigError where it cannot run), Cublas
+    // or Auto (fused where it runs, else cuBLAS).
+    DeviceModel(const Model<float>& host, const json& optimizer_config, gpu::MlpKernel kernel,
+                const gpu::GpuEncodingOptions& encoding_options, cudaStream_t stream);
+
+    uint32_t n_input_dims() const { return encoding_->n_input_dims(); }
+    uint32_t n_output_dims() const { return mlp_config_.n_output_dims; }
+    size_t n_params() const { return params_.size(); }
+    size_t n_encoding_params() const { return n_encoding_params_; }
+    std::string mlp_kernel() const { return mlp_->kernel_name(); }
+    std::string describe() const;
+
+    // Sizes the training intermediates for batches up to `batch` (allocates).
+    void reserve(uint32_t batch);
+
+    // Training forward: in [batch][n_input_dims] -> out [batch][n_output_dims].
+    void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream);
+    // After forward() on the same input: the parameter gradient (overwritten)
+    // and, when d_din is not null, dL/din [batch][n_input_dims].
+    void backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream);
+    // Inference with whatever parameters the components hold (see
+    // use_inference_params); `scratch` holds batch * encoded floats.
+    void inference(const float* d_in, float* d_out, float* d_scratch, uint32_t batch, cudaStream_t stream) const;
+    uint32_t n_encoded_dims() const { return encoding_->n_output_dims(); }
+
+    // Non-finite gradient entries set *flag; zero_gradient_if makes that step
+    // a no-op update (the moments still decay once, as CudaBackend's fallback).
+    void flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const;
+    void zero_gradient_if(const unsigned int* flag, cudaStream_t stream);
+    // One optimizer step, then the components read the new parameters.
+    void step(cudaStream_t stream);
+
+    // The components read the optimizer's inference parameters (the EMA
+    // average) until use_training_params().
+    void use_inference_params(cudaStream_t stream);
+    void use_training_params(cudaStream_t stream);
+
+    // State (synchronous).
+    std::vector<float> params() const { return params_.download(); }
+    std::vector<float> inference_params(cudaStream_t stream) const;
+    std::vector<float> gradients() const { return grads_.download(); }
+    std::vector<std::pair<std::string, std::vector<float>>> optimizer_state(cudaStream_t stream) const;
+    uint64_t step_count(cudaStream_t stream) const { return optimizer_->step_count(stream); }
+    // Throws InputError naming `which` on a size or buffer mismatch.
+    void load(const std::vector<float>& params, const std::vector<std::pair<std::string, std::vector<float>>>& optimizer,
+              uint64_t step, const std::string& which, cudaStream_t stream);
+    double learning_rate() const { return optimizer_->learning_rate(); }
+    void set_learning_rate(double lr, cudaStream_t stream) { optimizer_->set_learning_rate(lr, stream); }
+    void set_loss_scale(float scale) { mlp_->set_loss_scale(scale); }
+
+private:
+    void refresh_components(const float* d_params, cudaStream_t stream);
+
+    size_t n_encoding_params_ = 0;
+    gpu::GpuMlpConfig mlp_config_;
+    std::unique_ptr<gpu::GpuEncoding> encoding_;
+    std::unique_ptr<gpu::GpuMlp> mlp_;
+    std::unique_ptr<gpu::GpuOptimizer> optimizer_;
+    gpu::DeviceBuffer<float> params_, grads_;
+    gpu::DeviceBuffer<float> encoded_, dencoded_;
+    uint32_t capacity_ = 0;
+};
+
+} // namespace fusedngp

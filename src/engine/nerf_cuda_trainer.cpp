@@ -1,0 +1,426 @@
+#include "engine/nerf_cuda_trainer.h"
+
+#include "core/errors.h"
+#include "core/json_fields.h"
+#include "engine/cuda_backend.h"
+#include "losses/basic_losses.h"
+#include "losses/factory.h"
+#include "nerf/launch_nerf.h"
+#include "nerf/nerf_model_layout.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace fusedngp {
+namespace {
+
+using nerf::kColourInputs;
+using nerf::kDensityOutputs;
+
+constexpr uint32_t kMaxRaysPerStep = 1u << 20;
+constexpr uint32_t kMinRaysPerStep = 128;
+constexpr uint32_t kViewChunkRays = 1u << 18;
+// dL/dout of a NeRF step is tiny (a mean over all rays' channels, times
+// weights and sigmoid slopes: ~1e-7); fp16 backward passes need it scaled up
+// past the subnormal range. Non-finite gradients skip the update.
+constexpr float kLossScale = 4096.f;
+
+gpu::MlpKernel requested_kernel(const json& network, const std::string& path) {
+    const std::string otype = get_otype(network, path);
+    if (equals_ignore_case(otype, "FullyFusedMLP")) return gpu::MlpKernel::FullyFused;
+    if (equals_ignore_case(otype, "CublasMLP") || equals_ignore_case(otype, "CutlassMLP")) return gpu::MlpKernel::Cublas;
+    return gpu::MlpKernel::Auto;
+}
+
+nerf::RayLoss ray_loss_from_config(const json& config) {
+    if (!config.contains("loss")) throw ConfigError("loss", "missing section");
+    const auto loss = create_loss<float>(config.at("loss"), "loss");
+    nerf::RayLoss r;
+    const std::string otype = loss->otype();
+    if (otype == "L2") r.kind = nerf::RayLossKind::L2;
+    else if (otype == "L1") r.kind = nerf::RayLossKind::L1;
+    else if (otype == "Huber") {
+        r.kind = nerf::RayLossKind::Huber;
+        r.huber_delta = dynamic_cast<const HuberLoss<float>&>(*loss).delta();
+    } else {
+        throw ConfigError("loss.otype", "the NeRF mode's CUDA trainer takes L2, L1 or Huber, got " + otype);
+    }
+    return r;
+}
+
+uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
+
+} // namespace
+
+NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
+                                 const nerf::NerfTrainerSettings& settings)
+    : dataset_(dataset),
+      config_(config),
+      settings_(settings),
+      ray_loss_(ray_loss_from_config(config)),
+      density_host_(3, kDensityOutputs, nerf::nerf_density_model_config(config), derive_seed(settings.seed, 1)),
+      colour_host_(kColourInputs, 3, nerf::nerf_colour_model_config(config), derive_seed(settings.seed, 2)),
+      ray_key_(derive_seed(settings.seed, 4)) {
+    if (!cuda_device_available())
+        throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
+    if (!config.contains("optimizer")) throw ConfigError("optimizer", "missing section");
+    const int n_cascades = nerf::cascades_for_aabb_scale((int)dataset.aabb_scale);
+    if (n_cascades == 0)
+        throw InputError(dataset.source + ": aabb_scale " + std::to_string(dataset.aabb_scale) +
+                         " is not a power of two in [1, 128]");
+    march_.cone_angle = settings.cone_angle;
+    march_.n_cascades = n_cascades;
+    march_.max_samples = settings.max_samples_per_ray;
+    bounds_ = nerf::nerf_march_bounds(dataset, n_cascades);
+    capacity_ = round_up(settings.samples_per_batch, 256);
+    max_rays_ = kMaxRaysPerStep;
+    n_rays_ = std::clamp(round_up(settings.rays_per_batch, 128), kMinRaysPerStep, max_rays_);
+
+    FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (Slot& s : slots_) {
+        FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+        FUSEDNGP_GPU_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host), sizeof(Readback)));
+        *s.host = {};
+    }
+    density_ = std::make_unique<DeviceModel>(density_host_, config.at("optimizer"),
+                                             requested_kernel(config.at("network"), "network"),
+                                             gpu::GpuEncodingOptions{}, stream_);
+    colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("optimizer"),
+                                            requested_kernel(config.at("rgb_network"), "rgb_network"),
+                                            gpu::GpuEncodingOptions{}, stream_);
+    density_->set_loss_scale(kLossScale);
+    colour_->set_loss_scale(kLossScale);
+    grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
+                                                  stream_);
+    allocate_buffers();
+    upload_dataset();
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+NerfCudaTrainer::~NerfCudaTrainer() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    for (Slot& s : slots_) {
+        if (s.done) cudaEventDestroy(s.done);
+        if (s.host) cudaFreeHost(s.host);
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+void NerfCudaTrainer::allocate_buffers() {
+    const size_t n = capacity_;
+    density_->reserve(capacity_);
+    colour_->reserve(capacity_);
+    // Inputs start as valid points: every step runs the networks on the
+    // whole buffer, and rows no ray wrote keep older (finite) samples.
+    positions_.resize(3 * n);
+    positions_.upload(std::vector<float>(3 * n, 0.5f));
+    colour_in_.resize(kColourInputs * n);
+    colour_in_.upload(std::vector<float>(kColourInputs * n, 0.5f));
+    t_.resize(n);
+    dt_.resize(n);
+    density_out_.resize(kDensityOutputs * n);
+    colour_raw_.resize(3 * n);
+    sigma_.resize(n);
+    rgb_.resize(3 * n);
+    d_sigma_.resize(n);
+    d_rgb_.resize(3 * n);
+    d_colour_raw_.resize(3 * n);
+    d_colour_in_.resize(kColourInputs * n);
+    d_density_out_.resize(kDensityOutputs * n);
+    scratch_.resize(std::max(density_->n_encoded_dims(), colour_->n_encoded_dims()) * n);
+    ray_first_.resize(max_rays_);
+    ray_count_.resize(max_rays_);
+    ray_target_.resize(3 * (size_t)max_rays_);
+    ray_background_.resize(3 * (size_t)max_rays_);
+    step_state_.resize(1);
+    view_counts_.resize(kViewChunkRays + 1);
+    view_offsets_.resize(kViewChunkRays + 1);
+    view_rgb_.resize(3 * (size_t)kViewChunkRays);
+    size_t scan_bytes = 0;
+    gpu::nerf_exclusive_sum(nullptr, nullptr, kViewChunkRays + 1, nullptr, scan_bytes, stream_);
+    scan_temp_.resize(std::max<size_t>(scan_bytes, 1));
+}
+
+void NerfCudaTrainer::upload_dataset() {
+    if (dataset_.frames.empty()) return;  // an inference-only trainer
+    std::vector<Camera> cameras;
+    for (const NerfFrame& f : dataset_.frames) cameras.push_back(f.camera);
+    cameras_.resize(cameras.size());
+    cameras_.upload(cameras);
+    images_.resize(dataset_.images.rgba.size());
+    images_.upload(dataset_.images.rgba);
+}
+
+gpu::NerfMarchView NerfCudaTrainer::march_view() const {
+    gpu::NerfMarchView v;
+    v.bits = grid_->bits();
+    v.bounds = bounds_;
+    v.march = march_;
+    return v;
+}
+
+std::string NerfCudaTrainer::describe() const {
+    std::ostringstream os;
+    os << "density " << density_->describe() << "; colour " << colour_->describe() << "; " << capacity_
+       << " samples per step";
+    return os.str();
+}
+
+void NerfCudaTrainer::density_values(const float* d_points, uint32_t n, float* d_sigma) {
+    for (uint32_t i0 = 0; i0 < n; i0 += capacity_) {
+        const uint32_t m = std::min(capacity_, n - i0);
+        density_->inference(d_points + 3 * (size_t)i0, density_out_.data(), scratch_.data(), m, stream_);
+        gpu::launch_nerf_sigma(density_out_.data(), kDensityOutputs, d_sigma + i0, m, stream_);
+    }
+}
+
+void NerfCudaTrainer::update_occupancy() {
+    grid_->update([this](const float* p, uint32_t n, float* out) { density_values(p, n, out); }, (uint32_t)step_,
+                  stream_);
+}
+
+void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays) {
+    const uint32_t b = capacity_;
+    Readback* state = step_state_.data();
+    density_->forward(positions_.data(), density_out_.data(), b, stream_);
+    gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
+                             kDensityOutputs, b, stream_);
+    colour_->forward(colour_in_.data(), colour_raw_.data(), b, stream_);
+    gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(), rgb_.data(),
+                                 b, stream_);
+    d_sigma_.fill_bytes(0, stream_);
+    d_rgb_.fill_bytes(0, stream_);
+    gpu::NerfRayLossArgs a;
+    a.n_rays = n_rays;
+    a.ray_first = ray_first_.data();
+    a.ray_count = ray_count_.data();
+    a.ray_target = ray_target_.data();
+    a.ray_background = ray_background_.data();
+    a.sigma = sigma_.data();
+    a.rgb = rgb_.data();
+    a.t = t_.data();
+    a.dt = dt_.data();
+    a.loss = ray_loss_;
+    a.counters = &state->counters[0];
+    a.d_sigma = d_sigma_.data();
+    a.d_rgb = d_rgb_.data();
+    a.loss_sum = &state->loss_sum;
+    gpu::launch_nerf_ray_loss(a, stream_);
+    gpu::launch_nerf_colour_raw_gradient(rgb_.data(), d_rgb_.data(), d_colour_raw_.data(), b, stream_);
+    colour_->backward(colour_in_.data(), d_colour_raw_.data(), d_colour_in_.data(), b, stream_);
+    gpu::launch_nerf_density_gradient(d_colour_in_.data(), kColourInputs, 3, density_out_.data(), d_sigma_.data(),
+                                      d_density_out_.data(), b, stream_);
+    density_->backward(positions_.data(), d_density_out_.data(), nullptr, b, stream_);
+}
+
+void NerfCudaTrainer::apply_updates() {
+    unsigned int* flag = &step_state_.data()->non_finite;
+    density_->flag_non_finite_gradient(flag, stream_);
+    colour_->flag_non_finite_gradient(flag, stream_);
+    density_->zero_gradient_if(flag, stream_);
+    colour_->zero_gradient_if(flag, stream_);
+    density_->step(stream_);
+    colour_->step(stream_);
+}
+
+void NerfCudaTrainer::retire(int slot) {
+    Slot& s = slots_[slot];
+    if (!s.pending) return;
+    FUSEDNGP_GPU_CHECK(cudaEventSynchronize(s.done));
+    const Readback r = *s.host;
+    last_.loss = (float)r.loss_sum;
+    last_.rays = s.rays;
+    last_.samples_asked = r.counters[0];
+    last_.rays_kept = r.counters[1];
+    last_.samples_kept = r.counters[2];
+    if (r.non_finite) ++skipped_steps_;
+    s.pending = false;
+}
+
+// instant-ngp's rule: scale the ray count by budget / samples asked for.
+void NerfCudaTrainer::adapt_ray_count() {
+    if (last_.samples_asked == 0 || last_.rays == 0) return;
+    const double rays = (double)last_.rays * (double)capacity_ / (double)last_.samples_asked;
+    const uint32_t r = (uint32_t)std::min<double>(rays, (double)max_rays_);
+    n_rays_ = std::clamp(round_up(std::max(r, 1u), 128), kMinRaysPerStep, max_rays_);
+}
+
+float NerfCudaTrainer::step() {
+    if (dataset_.frames.empty()) throw InputError(dataset_.source + ": no frames to train on");
+    const int slot = (int)(step_ % kInFlight);
+    retire(slot);
+    adapt_ray_count();
+    if (settings_.occupancy_update_interval > 0 && step_ % settings_.occupancy_update_interval == 0)
+        update_occupancy();
+
+    step_state_.fill_bytes(0, stream_);
+    gpu::NerfTrainingRaysArgs a;
+    a.key = ray_key_;
+    a.step = step_;
+    a.n_rays = n_rays_;
+    a.cameras = cameras_.data();
+    a.n_frames = (uint32_t)dataset_.frames.size();
+    a.images = images_.data();
+    a.width = dataset_.images.width;
+    a.height = dataset_.images.height;
+    a.grid = march_view();
+    a.samples = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
+    a.ray_first = ray_first_.data();
+    a.ray_count = ray_count_.data();
+    a.ray_target = ray_target_.data();
+    a.ray_background = ray_background_.data();
+    a.counters = &step_state_.data()->counters[0];
+    gpu::launch_nerf_training_rays(a, stream_);
+    run_networks_and_loss(n_rays_);
+    apply_updates();
+
+    Slot& s = slots_[slot];
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
+    s.rays = n_rays_;
+    s.pending = true;
+    ++step_;
+    // The first steps wait for themselves: their counts set the ray count
+    // from the warm-up grid's (all occupied) to the budget's quickly.
+    if (step_ <= 8) retire(slot);
+    return last_.loss;
+}
+
+void NerfCudaTrainer::synchronize() {
+    for (uint64_t i = 0; i < kInFlight; ++i) retire((int)((step_ + i) % kInFlight));
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+Image NerfCudaTrainer::render_view(const Camera& camera, Vec3 background) {
+    Image img;
+    img.width = (int)camera.intrinsics.width;
+    img.height = (int)camera.intrinsics.height;
+    img.channels = 3;
+    img.pixels.resize(img.pixel_count() * 3);
+    density_->use_inference_params(stream_);
+    colour_->use_inference_params(stream_);
+    const gpu::NerfMarchView grid = march_view();
+    std::vector<uint32_t> offsets;
+    for (size_t p0 = 0; p0 < img.pixel_count(); p0 += kViewChunkRays) {
+        const uint32_t m = (uint32_t)std::min<size_t>(kViewChunkRays, img.pixel_count() - p0);
+        gpu::NerfViewRays rays{camera, (uint32_t)p0, m};
+        FUSEDNGP_GPU_CHECK(cudaMemsetAsync(view_counts_.data() + m, 0, sizeof(uint32_t), stream_));
+        gpu::launch_nerf_count_view_samples(rays, grid, view_counts_.data(), stream_);
+        size_t bytes = scan_temp_.size();
+        gpu::nerf_exclusive_sum(view_counts_.data(), view_offsets_.data(), m + 1, scan_temp_.data(), bytes, stream_);
+        offsets.resize(m + 1);
+        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(offsets.data(), view_offsets_.data(), (m + 1) * sizeof(uint32_t),
+                                           cudaMemcpyDeviceToHost, stream_));
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+        // Runs of rays whose samples fit the sample buffers.
+        for (uint32_t r0 = 0; r0 < m;) {
+            uint32_t r1 = r0 + 1;
+            while (r1 < m && offsets[r1 + 1] - offsets[r0] <= capacity_) ++r1;
+            const uint32_t n = offsets[r1] - offsets[r0];
+            const gpu::NerfSampleBuffers samples{positions_.data(), colour_in_.data(), kColourInputs, t_.data(),
+                                                 dt_.data(), capacity_};
+            gpu::launch_nerf_march_view(rays, grid, view_offsets_.data(), r0, r1, samples, stream_);
+            density_->inference(positions_.data(), density_out_.data(), scratch_.data(), n, stream_);
+            gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
+                                     kDensityOutputs, n, stream_);
+            colour_->inference(colour_in_.data(), colour_raw_.data(), scratch_.data(), n, stream_);
+            gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(),
+                                         rgb_.data(), n, stream_);
+            gpu::launch_nerf_composite_view(view_offsets_.data(), view_counts_.data(), r0, r1, sigma_.data(),
+                                            rgb_.data(), t_.data(), dt_.data(), background, view_rgb_.data(), stream_);
+            r0 = r1;
+        }
+        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(img.pixels.data() + 3 * p0, view_rgb_.data(), 3 * (size_t)m * sizeof(float),
+                                           cudaMemcpyDeviceToHost, stream_));
+    }
+    density_->use_training_params(stream_);
+    colour_->use_training_params(stream_);
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    return img;
+}
+
+double NerfCudaTrainer::psnr_on(const NerfDataset& dataset, Vec3 background) {
+    return nerf::mean_view_psnr(dataset, background,
+                                [&](const Camera& camera) { return render_view(camera, background); });
+}
+
+nerf::NerfTrainingState NerfCudaTrainer::save_state() const {
+    const_cast<NerfCudaTrainer*>(this)->synchronize();
+    nerf::NerfTrainingState s;
+    s.step = step_;
+    s.rng_state = 0;  // training draws are counter-based (seed, step)
+    s.density_params = density_->params();
+    s.colour_params = colour_->params();
+    s.density_optimizer = density_->optimizer_state(stream_);
+    s.colour_optimizer = colour_->optimizer_state(stream_);
+    const nerf::OccupancyGrid grid = occupancy_grid();
+    s.grid_density = grid.density();
+    s.grid_bits = grid.bits();
+    return s;
+}
+
+void NerfCudaTrainer::load_state(const nerf::NerfTrainingState& s) {
+    synchronize();
+    density_->load(s.density_params, s.density_optimizer, s.step, "density", stream_);
+    colour_->load(s.colour_params, s.colour_optimizer, s.step, "colour", stream_);
+    grid_->upload(s.grid_density, s.grid_bits, stream_);
+    step_ = s.step;
+    last_ = {};
+}
+
+nerf::OccupancyGrid NerfCudaTrainer::occupancy_grid() const {
+    return grid_->download((int)dataset_.aabb_scale, stream_);
+}
+
+void NerfCudaTrainer::set_learning_rate(double lr) {
+    density_->set_learning_rate(lr, stream_);
+    colour_->set_learning_rate(lr, stream_);
+}
+
+float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, std::vector<float>* density_grads,
+                                          std::vector<float>* colour_grads) {
+    synchronize();
+    const uint32_t n = (uint32_t)batch.t.size();
+    const uint32_t n_rays = (uint32_t)batch.n_rays();
+    if (n > capacity_ || n_rays > max_rays_)
+        throw InputError("loss_and_gradients: " + std::to_string(n) + " samples of " + std::to_string(n_rays) +
+                         " rays do not fit the trainer's " + std::to_string(capacity_) + " samples");
+    std::vector<float> positions(3 * (size_t)n), directions(3 * (size_t)n);
+    for (uint32_t s = 0; s < n; ++s)
+        for (int a = 0; a < 3; ++a) {
+            positions[3 * s + a] = batch.positions(s, a);
+            directions[3 * s + a] = batch.directions(s, a);
+        }
+    std::vector<uint32_t> first(n_rays), count(n_rays);
+    for (uint32_t r = 0; r < n_rays; ++r) {
+        first[r] = batch.first[r];
+        count[r] = batch.first[r + 1] - batch.first[r];
+    }
+    auto up = [&](void* dst, const void* src, size_t bytes) {
+        if (bytes > 0) FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    };
+    up(positions_.data(), positions.data(), positions.size() * sizeof(float));
+    up(scratch_.data(), directions.data(), directions.size() * sizeof(float));
+    gpu::launch_copy_columns(scratch_.data(), 3, colour_in_.data(), kColourInputs, 0, 3, n, stream_);
+    up(t_.data(), batch.t.data(), n * sizeof(float));
+    up(dt_.data(), batch.dt.data(), n * sizeof(float));
+    up(ray_first_.data(), first.data(), n_rays * sizeof(uint32_t));
+    up(ray_count_.data(), count.data(), n_rays * sizeof(uint32_t));
+    up(ray_target_.data(), batch.target.data(), 3 * (size_t)n_rays * sizeof(float));
+    up(ray_background_.data(), batch.background.data(), 3 * (size_t)n_rays * sizeof(float));
+    Readback init{};
+    init.counters[0] = n;
+    init.counters[1] = n_rays;
+    init.counters[2] = n;
+    up(step_state_.data(), &init, sizeof(Readback));
+    run_networks_and_loss(n_rays);
+    Readback out{};
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&out, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    if (density_grads) *density_grads = density_->gradients();
+    if (colour_grads) *colour_grads = colour_->gradients();
+    return (float)out.loss_sum;
+}
+
+} // namespace fusedngp

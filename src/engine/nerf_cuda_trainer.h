@@ -1,0 +1,133 @@
+// NerfCudaTrainer: the NeRF mode on the GPU, behind NerfTraining. It
+// composes the same components as the CPU trainer (nerf/nerf_trainer.h):
+// two DeviceModels (density: hash grid -> MLP -> 16 outputs; colour: SH +
+// identity -> MLP -> RGB), the occupancy grid (DeviceOccupancyGrid), ray
+// marching, volume rendering and the loss as kernels whose per-ray math is
+// the CPU reference's own host/device code. docs/NERF.md, "The CUDA
+// trainer", has the data flow.
+//
+// A step draws its rays as the CPU does (training_rays.h), marches them into a
+// fixed sample budget (settings.samples_per_batch; rays whose samples do not
+// fit are dropped), runs both models on the whole budget, and adapts the
+// next steps' ray count so a step marches about the budget (instant-ngp's
+// scheme). The host runs up to kInFlight steps ahead of the GPU; the loss and
+// counts reported are the newest finished step's.
+#pragma once
+
+#include "engine/device_model.h"
+#include "engine/device_occupancy_grid.h"
+#include "nerf/launch_nerf.h"
+#include "nerf/nerf_training.h"
+#include "nerf/ray_loss.h"
+
+#include <array>
+#include <memory>
+
+namespace fusedngp {
+
+class NerfCudaTrainer : public nerf::NerfTraining {
+public:
+    NerfCudaTrainer(const NerfDataset& dataset, const json& config, const nerf::NerfTrainerSettings& settings);
+    ~NerfCudaTrainer() override;
+
+    std::string backend_name() const override { return "cuda"; }
+    float step() override;
+    uint64_t step_count() const override { return step_; }
+    uint32_t last_ray_count() const override { return last_.rays_kept; }
+    size_t last_sample_count() const override { return last_.samples_kept; }
+    void synchronize() override;
+
+    Image render_view(const Camera& camera, Vec3 background) override;
+    double psnr_on(const NerfDataset& dataset, Vec3 background) override;
+
+    nerf::NerfTrainingState save_state() const override;
+    void load_state(const nerf::NerfTrainingState& state) override;
+
+    const Model<float>& density_model() const override { return density_host_; }
+    const Model<float>& colour_model() const override { return colour_host_; }
+    std::vector<float> density_inference_params() const override { return density_->inference_params(stream_); }
+    std::vector<float> colour_inference_params() const override { return colour_->inference_params(stream_); }
+    nerf::OccupancyGrid occupancy_grid() const override;
+
+    double learning_rate() const override { return density_->learning_rate(); }
+    void set_learning_rate(double lr) override;
+
+    // ---- beyond the interface (tests, benchmarks) ----
+    // The loss of a given batch (the CPU trainer's NerfBatch) with the
+    // current training parameters, and the gradients of both models (full
+    // parameter vectors, the host layout). Synchronous.
+    float loss_and_gradients(const nerf::NerfBatch<float>& batch, std::vector<float>* density_grads,
+                             std::vector<float>* colour_grads);
+    // Rays the next step will draw (adapted to the sample budget).
+    uint32_t rays_per_step() const { return n_rays_; }
+    uint64_t skipped_steps() const { return skipped_steps_; }
+    std::string describe() const;
+    DeviceOccupancyGrid& device_grid() { return *grid_; }
+    cudaStream_t stream() const { return stream_; }
+
+private:
+    static constexpr int kInFlight = 2;
+    struct Readback {
+        uint32_t counters[3];  // samples asked for, rays kept, samples kept
+        unsigned int non_finite;
+        double loss_sum;
+    };
+    struct Finished {
+        float loss = 0;
+        uint32_t rays = 0, rays_kept = 0;
+        size_t samples_asked = 0, samples_kept = 0;
+    };
+
+    void allocate_buffers();
+    void upload_dataset();
+    void update_occupancy();
+    void density_values(const float* d_points, uint32_t n, float* d_sigma);
+    // Forward, loss and backward over the sample buffers (rays already marched).
+    void run_networks_and_loss(uint32_t n_rays);
+    void apply_updates();
+    void retire(int slot);
+    void adapt_ray_count();
+    gpu::NerfMarchView march_view() const;
+    nerf::RayLoss ray_loss() const { return ray_loss_; }
+
+    const NerfDataset& dataset_;
+    json config_;
+    nerf::NerfTrainerSettings settings_;
+    Box3 bounds_;
+    nerf::MarchSettings march_;
+    nerf::RayLoss ray_loss_;
+    Model<float> density_host_, colour_host_;
+    uint64_t ray_key_;
+
+    cudaStream_t stream_ = nullptr;
+    std::unique_ptr<DeviceModel> density_, colour_;
+    std::unique_ptr<DeviceOccupancyGrid> grid_;
+
+    uint32_t capacity_ = 0;  // samples per step (the networks' batch)
+    uint32_t max_rays_ = 0;
+    gpu::DeviceBuffer<Camera> cameras_;
+    gpu::DeviceBuffer<uint8_t> images_;
+    gpu::DeviceBuffer<float> positions_, colour_in_, t_, dt_;
+    gpu::DeviceBuffer<float> density_out_, colour_raw_, sigma_, rgb_;
+    gpu::DeviceBuffer<float> d_sigma_, d_rgb_, d_colour_raw_, d_colour_in_, d_density_out_, scratch_;
+    gpu::DeviceBuffer<uint32_t> ray_first_, ray_count_;
+    gpu::DeviceBuffer<float> ray_target_, ray_background_;
+    gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
+    gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;
+    gpu::DeviceBuffer<float> view_rgb_;
+    gpu::DeviceBuffer<uint8_t> scan_temp_;
+
+    struct Slot {
+        cudaEvent_t done = nullptr;
+        Readback* host = nullptr;  // pinned
+        uint32_t rays = 0;
+        bool pending = false;
+    };
+    std::array<Slot, kInFlight> slots_{};
+    uint32_t n_rays_ = 0;
+    uint64_t step_ = 0;
+    uint64_t skipped_steps_ = 0;
+    Finished last_;
+};
+
+} // namespace fusedngp
