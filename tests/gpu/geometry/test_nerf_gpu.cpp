@@ -2,7 +2,7 @@
 // for the same seed, the same loss and gradients on one batch, the occupancy
 // grid's update rule bit for bit, the state moving between backends, and
 // training on the synthetic scene to a stated PSNR. Skips without a device.
-#include "device_test_util.h"
+#include "gpu/device_test_util.h"
 #include "engine/nerf_cuda_trainer.h"
 #include "nerf/nerf_trainer.h"
 #include "nerf/nerf_training.h"
