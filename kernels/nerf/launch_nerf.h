@@ -141,7 +141,7 @@ void launch_nerf_grid_scatter_max(const uint32_t* cells, const float* values, ui
 // density = max(decay * density, fresh) over n cells.
 void launch_nerf_grid_decay(float* density, const float* fresh, float decay, size_t n, cudaStream_t stream);
 // *threshold = min(kOccupancyDensity, *cascade0_sum / 128^3).
-void launch_nerf_grid_threshold(const float* cascade0_sum, float* threshold, cudaStream_t stream);
+void launch_nerf_grid_threshold(const double* cascade0_sum, float* threshold, cudaStream_t stream);
 // bits of every cell: density > *threshold.
 void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
                            cudaStream_t stream);
@@ -151,8 +151,8 @@ void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream);
 // their count. `temp` / `temp_bytes`: CUB scratch (query with temp = null).
 void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32_t* n_out, void* temp,
                          size_t& temp_bytes, cudaStream_t stream);
-// *sum = sum of values[0..n) (CUB; deterministic for a given n).
-void nerf_sum(const float* values, size_t n, float* sum, void* temp, size_t& temp_bytes, cudaStream_t stream);
+// *sum = sum of values[0..n) in double (CUB; deterministic for a given n).
+void nerf_sum(const float* values, size_t n, double* sum, void* temp, size_t& temp_bytes, cudaStream_t stream);
 // offsets = exclusive prefix sum of counts[0..n) (CUB).
 void nerf_exclusive_sum(const uint32_t* counts, uint32_t* offsets, uint32_t n, void* temp, size_t& temp_bytes,
                         cudaStream_t stream);

@@ -14,6 +14,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 namespace fusedngp::gpu {
 namespace {
@@ -212,8 +213,9 @@ __global__ void grid_decay_kernel(float* density, const float* fresh, float deca
     density[i] = fmaxf(decay * density[i], fresh[i]);
 }
 
-__global__ void grid_threshold_kernel(const float* sum, float* threshold) {
-    *threshold = fminf(nerf::kOccupancyDensity, *sum / (float)nerf::kGridCells);
+// As the CPU grid: the mean in double, rounded to float once.
+__global__ void grid_threshold_kernel(const double* sum, float* threshold) {
+    *threshold = fminf(nerf::kOccupancyDensity, (float)(*sum / (double)nerf::kGridCells));
 }
 
 __global__ void grid_bits_kernel(const float* density, const float* threshold, size_t n_bytes, uint8_t* bits) {
@@ -226,12 +228,19 @@ __global__ void grid_bits_kernel(const float* density, const float* threshold, s
     bits[b] = byte;
 }
 
+// One thread per 2x2x2 block of coarse cells: the block is one byte of the
+// bitfield (Morton order, even start 32), so no two threads write a byte.
 __global__ void grid_pool_kernel(uint8_t* bits, int cascade) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 64u * 64u * 64u) return;
-    const nerf::Cell3 coarse{32 + i % 64, 32 + (i / 64) % 64, 32 + i / 4096};
-    nerf::pool_cascade_bit(bits, cascade, coarse);
+    if (i >= 32u * 32u * 32u) return;
+    const uint32_t x = 32 + 2 * (i % 32), y = 32 + 2 * ((i / 32) % 32), z = 32 + 2 * (i / 1024);
+    for (uint32_t c = 0; c < 8; ++c)
+        nerf::pool_cascade_bit(bits, cascade, nerf::Cell3{x + (c & 1), y + ((c >> 1) & 1), z + (c >> 2)});
 }
+
+struct ToDouble {
+    __host__ __device__ double operator()(float v) const { return (double)v; }
+};
 
 struct CellOccupied {
     const uint8_t* bits;
@@ -336,7 +345,7 @@ void launch_nerf_grid_decay(float* density, const float* fresh, float decay, siz
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
-void launch_nerf_grid_threshold(const float* cascade0_sum, float* threshold, cudaStream_t stream) {
+void launch_nerf_grid_threshold(const double* cascade0_sum, float* threshold, cudaStream_t stream) {
     grid_threshold_kernel<<<1, 1, 0, stream>>>(cascade0_sum, threshold);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
@@ -350,7 +359,7 @@ void launch_nerf_grid_bits(const float* density, const float* threshold, size_t 
 void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream) {
     // Finest first: each launch reads the bits the previous one finished.
     for (int k = 1; k < n_cascades; ++k) {
-        grid_pool_kernel<<<blocks_for(64u * 64u * 64u), kThreads, 0, stream>>>(bits, k);
+        grid_pool_kernel<<<blocks_for(32u * 32u * 32u), kThreads, 0, stream>>>(bits, k);
         FUSEDNGP_GPU_CHECK(cudaGetLastError());
     }
 }
@@ -362,8 +371,9 @@ void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32
     FUSEDNGP_GPU_CHECK(cub::DeviceSelect::If(temp, temp_bytes, cells, out, n_out, (int)nerf::kGridCells, pred, stream));
 }
 
-void nerf_sum(const float* values, size_t n, float* sum, void* temp, size_t& temp_bytes, cudaStream_t stream) {
-    FUSEDNGP_GPU_CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, values, sum, (int)n, stream));
+void nerf_sum(const float* values, size_t n, double* sum, void* temp, size_t& temp_bytes, cudaStream_t stream) {
+    const thrust::transform_iterator<ToDouble, const float*> in(values, ToDouble{});
+    FUSEDNGP_GPU_CHECK(cub::DeviceReduce::Sum(temp, temp_bytes, in, sum, (int)n, stream));
 }
 
 void nerf_exclusive_sum(const uint32_t* counts, uint32_t* offsets, uint32_t n, void* temp, size_t& temp_bytes,

@@ -335,7 +335,8 @@ void CudaBackend::rebuild_update_graph() {
     // Capturing runs the optimizers' host code without running their steps;
     // the EMA's marks its average as valid there (a fresh backend's
     // inference then read the still empty average: zeros). Re-assert the
-    // true step count afterwards, so host state matches what ran.
+    // true step count afterwards, so host state matches what ran; each
+    // replay of the graph then says so (enqueue_update: note_replayed_step).
     const uint64_t optimizer_steps = optimizer_->step_count(stream_);
     try {
         build_update_graph();
@@ -602,6 +603,7 @@ void CudaBackend::enqueue_update() {
     const unsigned int* flag = &readback_.data()->overflow;
     if (update_graph_exec_) {
         FUSEDNGP_GPU_CHECK(cudaGraphLaunch(update_graph_exec_, stream_));
+        optimizer_->note_replayed_step();
         // A skipped step did not consume the encoding's gradient: clear it
         // (reads only the flag when the step ran).
         if (sparse_encoding_updates_) gpu::launch_zero_if_flagged(grads_.data(), n_encoding_params(), flag, stream_);

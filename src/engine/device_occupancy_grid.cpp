@@ -19,7 +19,8 @@ DeviceOccupancyGrid::DeviceOccupancyGrid(int n_cascades, nerf::OccupancyGridSett
     n_occupied_.resize(1);
     points_.resize(3 * (size_t)nerf::kGridCells);
     values_.resize(nerf::kGridCells);
-    scalars_.resize(2);
+    sum_.resize(1);
+    threshold_.resize(1);
     density_.fill_bytes(0, stream);
     bits_.fill_bytes(0xFF, stream);  // before the first update every cell is marched
     size_t select_bytes = 0, sum_bytes = 0;
@@ -64,9 +65,9 @@ void DeviceOccupancyGrid::apply(const std::vector<std::vector<uint32_t>>& cells,
 void DeviceOccupancyGrid::finish_update(cudaStream_t stream) {
     gpu::launch_nerf_grid_decay(density_.data(), fresh_.data(), settings_.decay, n_cells(), stream);
     size_t bytes = temp_.size();
-    gpu::nerf_sum(density_.data(), nerf::kGridCells, scalars_.data(), temp_.data(), bytes, stream);
-    gpu::launch_nerf_grid_threshold(scalars_.data(), scalars_.data() + 1, stream);
-    gpu::launch_nerf_grid_bits(density_.data(), scalars_.data() + 1, n_cells(), bits_.data(), stream);
+    gpu::nerf_sum(density_.data(), nerf::kGridCells, sum_.data(), temp_.data(), bytes, stream);
+    gpu::launch_nerf_grid_threshold(sum_.data(), threshold_.data(), stream);
+    gpu::launch_nerf_grid_bits(density_.data(), threshold_.data(), n_cells(), bits_.data(), stream);
     gpu::launch_nerf_grid_pool(bits_.data(), n_cascades_, stream);
 }
 

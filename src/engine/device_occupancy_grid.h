@@ -50,7 +50,8 @@ private:
     gpu::DeviceBuffer<float> density_, fresh_;
     gpu::DeviceBuffer<uint8_t> bits_;
     gpu::DeviceBuffer<uint32_t> cells_, occupied_, n_occupied_;
-    gpu::DeviceBuffer<float> points_, values_, scalars_;  // scalars: [0] cascade-0 sum, [1] threshold
+    gpu::DeviceBuffer<float> points_, values_, threshold_;
+    gpu::DeviceBuffer<double> sum_;  // cascade 0's densities
     gpu::DeviceBuffer<uint8_t> temp_;
 };
 

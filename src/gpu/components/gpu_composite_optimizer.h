@@ -48,6 +48,9 @@ public:
     // may straddle slices), so the caller keeps the dense path.
     bool set_sparse_group(const std::string& group, __half* half_mirror) override;
     void set_fused_update(bool on) override;
+    void note_replayed_step() override {
+        for (GpuCompositePart& part : parts_) part.optimizer->note_replayed_step();
+    }
     // As set_sparse_group: the part that owns `group` by name; by slice, declined.
     bool set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) override;
 

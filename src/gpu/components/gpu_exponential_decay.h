@@ -36,6 +36,7 @@ public:
     }
 
     void set_fused_update(bool on) override { nested_->set_fused_update(on); }
+    void note_replayed_step() override { nested_->note_replayed_step(); }
     bool set_fragment_outputs(const std::string& group, const MlpFragmentTargets* targets) override {
         return nested_->set_fragment_outputs(group, targets);
     }

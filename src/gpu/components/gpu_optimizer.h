@@ -85,6 +85,11 @@ public:
     // Turning it off also drops set_fragment_outputs.
     virtual void set_fused_update(bool on) { (void)on; }
 
+    // A step() captured in a CUDA graph ran again (a replay): sets the host
+    // state that step() itself would have set, which a replay does not run
+    // (the EMA's "holds an average"). Wrappers pass it down.
+    virtual void note_replayed_step() {}
+
     // A group holding a FusedMlp's weights (caller layout, the group's
     // offset = the MLP's parameter 0): with the fused update on, every
     // weight the step writes is also written to targets->master and, as fp16,

@@ -145,8 +145,10 @@ TEST(NerfGpu, OccupancyUpdateRuleMatchesTheCpuGridExactly) {
     cpu.set_density(cpu_density);
     const nerf::OccupancyGrid got = gpu.download(aabb_scale, stream);
     EXPECT_EQ(got.density(), cpu.density());
-    EXPECT_EQ(got.bits(), cpu.bits());  // the threshold (a CUB sum) and the pooling agree
-    EXPECT_GT(cpu.fraction_occupied(0), 0.01f);
+    size_t differing = 0;
+    for (size_t i = 0; i < cpu.bits().size(); ++i) differing += got.bits()[i] != cpu.bits()[i];
+    EXPECT_EQ(differing, 0u) << "of " << cpu.bits().size() << " bytes";  // bits and pooling agree
+    EXPECT_GT(cpu.fraction_occupied(0), 0.002f);
     EXPECT_LT(cpu.fraction_occupied(0), 0.5f);
     cudaStreamDestroy(stream);
 }
