@@ -58,6 +58,26 @@ void save_view(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg, const
     save_png(img, path);
 }
 
+// Milliseconds to render the first test view (its resolution) and, on the
+// GPU, the same view at 800x800 (NeRF-synthetic's full resolution).
+json time_renders(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
+    using clock = std::chrono::steady_clock;
+    auto ms = [&](const Camera& c) {
+        const auto t0 = clock::now();
+        (void)trainer.render_view(c, bg);
+        return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    };
+    Camera full = camera;
+    const float sx = 800.f / (float)camera.intrinsics.width, sy = 800.f / (float)camera.intrinsics.height;
+    full.intrinsics = {800, 800, camera.intrinsics.fx * sx, camera.intrinsics.fy * sy, camera.intrinsics.cx * sx,
+                       camera.intrinsics.cy * sy};
+    const std::string native =
+        "test_view_" + std::to_string(camera.intrinsics.width) + "x" + std::to_string(camera.intrinsics.height);
+    json out{{native, ms(camera)}};
+    if (trainer.backend_name() == "cuda") out["800x800"] = ms(full);
+    return out;
+}
+
 } // namespace
 
 int run_train_nerf(const TrainOptions& o) {
@@ -133,6 +153,7 @@ int run_train_nerf(const TrainOptions& o) {
     }
     for (size_t i = 0; i < renders.size(); ++i)
         save_view(trainer, test.frames[i].camera, bg, (fs::path(o.out) / renders[i]).string());
+    const json render_ms = time_renders(trainer, test.frames[0].camera, bg);
 
     const double secs = outcome.last.train_seconds;
     const uint64_t n = outcome.last.steps_this_run;
@@ -155,6 +176,8 @@ int run_train_nerf(const TrainOptions& o) {
                  {"params", {{"density", n_density}, {"colour", n_colour}, {"total", n_density + n_colour}}},
                  {"psnr_history", psnr_history},
                  {"renders", renders},
+                 {"render_ms", render_ms},
+                 {"diagnostics", trainer.diagnostics()},
                  {"config", config}};
     // test_psnr on the test split; without one, the PSNR of the first train views.
     summary[has_test ? "test_psnr" : "train_psnr"] = json_number_or_null(psnr);

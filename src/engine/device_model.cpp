@@ -46,6 +46,9 @@ DeviceModel::DeviceModel(const Model<float>& host, const json& optimizer_config,
     grads_.fill_bytes(0, stream);
     optimizer_->allocate(host.param_groups(), stream);
     refresh_components(params_.data(), stream);
+    // The gradient starts at zero (above), as the sparse path needs.
+    __half* mirror = n_encoding_params_ > 0 ? encoding_->half_params_mirror() : nullptr;
+    sparse_ = mirror && optimizer_->set_sparse_group("encoding", mirror);
 }
 
 std::string DeviceModel::describe() const {
@@ -77,9 +80,11 @@ void DeviceModel::backward(const float* d_in, const float* d_dout, float* d_din,
     const uint32_t n_enc = n_encoded_dims();
     mlp_->backward(encoded_.data(), d_dout, dencoded_.data(), grads_.data() + n_encoding_params_, batch, stream);
     if (n_encoding_params_ == 0 && d_din == nullptr) return;
+    // Sparse: the grid's gradient is all zero between steps (the optimizer
+    // clears the rows it updates), so the backward adds instead of clearing.
     encoding_->backward(gpu::const_rows(d_in, n_input_dims()), gpu::const_rows(dencoded_.data(), n_enc),
                         n_encoding_params_ > 0 ? grads_.data() : nullptr, gpu::rows(d_din, n_input_dims()), batch,
-                        stream);
+                        stream, sparse_);
 }
 
 void DeviceModel::inference(const float* d_in, float* d_out, float* d_scratch, uint32_t batch,
@@ -99,6 +104,10 @@ void DeviceModel::zero_gradient_if(const unsigned int* flag, cudaStream_t stream
 
 void DeviceModel::step(cudaStream_t stream) {
     optimizer_->step(params_.data(), grads_.data(), stream);
+    if (sparse_) {  // the optimizer refreshed the touched grid rows' fp16 copy
+        mlp_->set_params_device(params_.data() + n_encoding_params_, stream);
+        return;
+    }
     refresh_components(params_.data(), stream);
 }
 
@@ -150,6 +159,7 @@ void DeviceModel::load(const std::vector<float>& params,
             FUSEDNGP_GPU_CHECK(cudaMemcpy(buffers[i].data, optimizer[i].second.data(), buffers[i].size * sizeof(float),
                                           cudaMemcpyHostToDevice));
     optimizer_->set_step_count(step, stream);
+    grads_.fill_bytes(0, stream);  // as the sparse path needs
     refresh_components(params_.data(), stream);
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
 }

@@ -77,6 +77,10 @@ public:
     double learning_rate() const { return optimizer_->learning_rate(); }
     void set_learning_rate(double lr, cudaStream_t stream) { optimizer_->set_learning_rate(lr, stream); }
     void set_loss_scale(float scale) { mlp_->set_loss_scale(scale); }
+    // Sparse encoding updates (GpuOptimizer::set_sparse_group, as CudaBackend):
+    // the optimizer updates and clears only the grid rows a step touched and
+    // keeps their fp16 copy current. On where the optimizer and encoding allow.
+    bool sparse_encoding_updates() const { return sparse_; }
 
 private:
     void refresh_components(const float* d_params, cudaStream_t stream);
@@ -89,6 +93,7 @@ private:
     gpu::DeviceBuffer<float> params_, grads_;
     gpu::DeviceBuffer<float> encoded_, dencoded_;
     uint32_t capacity_ = 0;
+    bool sparse_ = false;
 };
 
 } // namespace fusedngp

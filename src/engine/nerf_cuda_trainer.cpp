@@ -80,6 +80,7 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (Slot& s : slots_) {
         FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+        for (cudaEvent_t& e : s.phase) FUSEDNGP_GPU_CHECK(cudaEventCreate(&e));
         FUSEDNGP_GPU_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host), sizeof(Readback)));
         *s.host = {};
     }
@@ -102,6 +103,8 @@ NerfCudaTrainer::~NerfCudaTrainer() {
     if (stream_) cudaStreamSynchronize(stream_);
     for (Slot& s : slots_) {
         if (s.done) cudaEventDestroy(s.done);
+        for (cudaEvent_t e : s.phase)
+            if (e) cudaEventDestroy(e);
         if (s.host) cudaFreeHost(s.host);
     }
     if (stream_) cudaStreamDestroy(stream_);
@@ -180,7 +183,7 @@ void NerfCudaTrainer::update_occupancy() {
                   stream_);
 }
 
-void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays) {
+void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, cudaEvent_t forward_done) {
     const uint32_t b = capacity_;
     Readback* state = step_state_.data();
     density_->forward(positions_.data(), density_out_.data(), b, stream_);
@@ -207,6 +210,7 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays) {
     a.d_rgb = d_rgb_.data();
     a.loss_sum = &state->loss_sum;
     gpu::launch_nerf_ray_loss(a, stream_);
+    if (forward_done) FUSEDNGP_GPU_CHECK(cudaEventRecord(forward_done, stream_));
     gpu::launch_nerf_colour_raw_gradient(rgb_.data(), d_rgb_.data(), d_colour_raw_.data(), b, stream_);
     colour_->backward(colour_in_.data(), d_colour_raw_.data(), d_colour_in_.data(), b, stream_);
     gpu::launch_nerf_density_gradient(d_colour_in_.data(), kColourInputs, 3, density_out_.data(), d_sigma_.data(),
@@ -235,6 +239,12 @@ void NerfCudaTrainer::retire(int slot) {
     last_.rays_kept = r.counters[1];
     last_.samples_kept = r.counters[2];
     if (r.non_finite) ++skipped_steps_;
+    for (int p = 0; p < kPhases; ++p) {
+        float ms = 0;
+        FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&ms, s.phase[p], s.phase[p + 1]));
+        phase_ms_[p] += ms;
+    }
+    ++timed_steps_;
     s.pending = false;
 }
 
@@ -251,8 +261,11 @@ float NerfCudaTrainer::step() {
     const int slot = (int)(step_ % kInFlight);
     retire(slot);
     adapt_ray_count();
+    Slot& s = slots_[slot];
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[0], stream_));
     if (settings_.occupancy_update_interval > 0 && step_ % settings_.occupancy_update_interval == 0)
         update_occupancy();
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[1], stream_));
 
     step_state_.fill_bytes(0, stream_);
     gpu::NerfTrainingRaysArgs a;
@@ -272,10 +285,11 @@ float NerfCudaTrainer::step() {
     a.ray_background = ray_background_.data();
     a.counters = &step_state_.data()->counters[0];
     gpu::launch_nerf_training_rays(a, stream_);
-    run_networks_and_loss(n_rays_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[2], stream_));
+    run_networks_and_loss(n_rays_, s.phase[3]);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[4], stream_));
     apply_updates();
-
-    Slot& s = slots_[slot];
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[5], stream_));
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
     s.rays = n_rays_;
@@ -373,6 +387,20 @@ nerf::OccupancyGrid NerfCudaTrainer::occupancy_grid() const {
     return grid_->download((int)dataset_.aabb_scale, stream_);
 }
 
+json NerfCudaTrainer::diagnostics() const {
+    static const char* names[kPhases] = {"occupancy_update", "march", "forward_and_loss", "backward", "update"};
+    json ms = json::object();
+    double total = 0;
+    for (int p = 0; p < kPhases; ++p) {
+        const double mean = timed_steps_ ? phase_ms_[p] / (double)timed_steps_ : 0.0;
+        ms[names[p]] = mean;
+        total += mean;
+    }
+    ms["total"] = total;
+    return json{{"step_ms", ms}, {"timed_steps", timed_steps_}, {"skipped_steps", skipped_steps_},
+                {"loss_scale", kLossScale}, {"samples_per_step_budget", capacity_}};
+}
+
 void NerfCudaTrainer::set_learning_rate(double lr) {
     density_->set_learning_rate(lr, stream_);
     colour_->set_learning_rate(lr, stream_);
@@ -414,7 +442,7 @@ float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, s
     init.counters[1] = n_rays;
     init.counters[2] = n;
     up(step_state_.data(), &init, sizeof(Readback));
-    run_networks_and_loss(n_rays);
+    run_networks_and_loss(n_rays, nullptr);
     Readback out{};
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&out, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));

@@ -51,6 +51,9 @@ public:
 
     double learning_rate() const override { return density_->learning_rate(); }
     void set_learning_rate(double lr) override;
+    // Mean GPU time per step phase (ms, CUDA events) over the finished
+    // steps, the skipped steps and the loss scale.
+    json diagnostics() const override;
 
     // ---- beyond the interface (tests, benchmarks) ----
     // The loss of a given batch (the CPU trainer's NerfBatch) with the
@@ -67,6 +70,8 @@ public:
 
 private:
     static constexpr int kInFlight = 2;
+    // A step's phases, timed by events recorded between them.
+    static constexpr int kPhases = 5;  // occupancy update, march, forward + loss, backward, update
     struct Readback {
         uint32_t counters[3];  // samples asked for, rays kept, samples kept
         unsigned int non_finite;
@@ -83,7 +88,8 @@ private:
     void update_occupancy();
     void density_values(const float* d_points, uint32_t n, float* d_sigma);
     // Forward, loss and backward over the sample buffers (rays already marched).
-    void run_networks_and_loss(uint32_t n_rays);
+    // `forward_done` (may be null) is recorded after the loss.
+    void run_networks_and_loss(uint32_t n_rays, cudaEvent_t forward_done);
     void apply_updates();
     void retire(int slot);
     void adapt_ray_count();
@@ -119,6 +125,7 @@ private:
 
     struct Slot {
         cudaEvent_t done = nullptr;
+        std::array<cudaEvent_t, kPhases + 1> phase{};
         Readback* host = nullptr;  // pinned
         uint32_t rays = 0;
         bool pending = false;
@@ -128,6 +135,8 @@ private:
     uint64_t step_ = 0;
     uint64_t skipped_steps_ = 0;
     Finished last_;
+    std::array<double, kPhases> phase_ms_{};  // sums over timed_steps_
+    uint64_t timed_steps_ = 0;
 };
 
 } // namespace fusedngp

@@ -68,6 +68,10 @@ public:
 
     virtual double learning_rate() const = 0;
     virtual void set_learning_rate(double lr) = 0;
+
+    // Backend-specific figures worth recording (summary.json's
+    // "diagnostics"): the CUDA trainer's time per step phase, skipped steps.
+    virtual json diagnostics() const { return json::object(); }
 };
 
 // The CPU reference behind NerfTraining.
