@@ -121,7 +121,7 @@ TEST(NerfCli, BadInputsAreOneLineErrorsWithNoOutput) {
     expect_input_error(train_args((dir / "empty_scene").string(), out), out, "transforms");
     write_text_file(dir / "broken.json", "{\"frames\": [");
     expect_input_error(train_args((dir / "broken.json").string(), out), out, "broken.json");
-    if (available_backends().front() != "cuda")  // no device: --backend cuda is a clear error
+    if (fusedngp::available_backends().front() != "cuda")  // no device: --backend cuda is a clear error
         expect_input_error(train_args(scene().dir.string(), out, "cuda"), out, "--backend cuda");
     expect_input_error(train_args(scene().dir.string(), out) + " --test " + (dir / "missing.json").string(), out,
                        "missing.json");

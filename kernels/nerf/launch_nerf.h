@@ -61,6 +61,24 @@ struct NerfTrainingRaysArgs {
 // arbitrary); a ray whose range would pass the capacity is dropped.
 void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream);
 
+struct NerfCompactArgs {
+    uint32_t n_rays = 0;
+    const uint32_t* ray_first = nullptr;  // marched samples of each ray
+    const uint32_t* ray_count = nullptr;  // kDroppedRay: dropped when marching
+    const float* sigma = nullptr;         // the marched samples' densities
+    NerfSampleBuffers in, out;
+    uint32_t* out_first = nullptr;
+    uint32_t* out_count = nullptr;
+    // [0] samples asked for, [1] rays kept, [2] samples kept. Zeroed by the caller.
+    uint32_t* counters = nullptr;
+};
+
+// Compaction (instant-ngp's): per ray, the samples render_ray would composite
+// (volume_rendering.h samples_used, early termination) are copied into
+// consecutive ranges of `out`; rays whose range would pass its capacity, or
+// that were dropped when marching, are dropped (out_count kDroppedRay).
+void launch_nerf_compact_rays(const NerfCompactArgs& args, cudaStream_t stream);
+
 // dst[i][offset + j] = src[i][j], j < cols, for i < n (strided rows).
 void launch_copy_columns(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride, uint32_t dst_offset,
                          uint32_t cols, uint32_t n, cudaStream_t stream);

@@ -20,8 +20,11 @@ namespace fusedngp::gpu {
 namespace {
 
 constexpr uint32_t kThreads = 128;
+// Per-ray kernels: a step has ~10^4 rays, each a long dependent loop, so
+// small blocks spread them over all SMs.
+constexpr uint32_t kRayThreads = 64;
 
-uint32_t blocks_for(size_t n) { return (uint32_t)((n + kThreads - 1) / kThreads); }
+uint32_t blocks_for(size_t n, uint32_t threads = kThreads) { return (uint32_t)((n + threads - 1) / threads); }
 
 __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec3 dir, float t, float dt) {
     s.positions[3 * (size_t)i + 0] = p.x;
@@ -66,6 +69,38 @@ __global__ void training_rays_kernel(const NerfTrainingRaysArgs a) {
     uint32_t i = base;
     nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
                     [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, ray.direction, t, dt); });
+}
+
+// Keeps the samples each ray composites (samples_used on the marched
+// samples' densities), in consecutive ranges of the output buffers.
+__global__ void compact_rays_kernel(const NerfCompactArgs a) {
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.n_rays) return;
+    if (a.ray_count[r] == kDroppedRay) {
+        a.out_count[r] = kDroppedRay;
+        return;
+    }
+    const uint32_t f = a.ray_first[r];
+    const int n = nerf::samples_used(a.sigma + f, a.in.dt + f, (int)a.ray_count[r]);
+    const uint32_t base = atomicAdd(&a.counters[0], (uint32_t)n);
+    if ((uint64_t)base + (uint64_t)n > a.out.capacity) {
+        a.out_first[r] = 0;
+        a.out_count[r] = kDroppedRay;
+        return;
+    }
+    atomicAdd(&a.counters[1], 1u);
+    atomicAdd(&a.counters[2], (uint32_t)n);
+    a.out_first[r] = base;
+    a.out_count[r] = (uint32_t)n;
+    for (int i = 0; i < n; ++i) {
+        const size_t from = f + i, to = base + i;
+        for (int c = 0; c < 3; ++c) {
+            a.out.positions[3 * to + c] = a.in.positions[3 * from + c];
+            a.out.directions[to * a.out.direction_stride + c] = a.in.directions[from * a.in.direction_stride + c];
+        }
+        a.out.t[to] = a.in.t[from];
+        a.out.dt[to] = a.in.dt[from];
+    }
 }
 
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
@@ -252,7 +287,13 @@ struct CellOccupied {
 
 void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream) {
     if (args.n_rays == 0) return;
-    training_rays_kernel<<<blocks_for(args.n_rays), kThreads, 0, stream>>>(args);
+    training_rays_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_compact_rays(const NerfCompactArgs& args, cudaStream_t stream) {
+    if (args.n_rays == 0) return;
+    compact_rays_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
@@ -280,7 +321,7 @@ void launch_nerf_sigma(const float* density_out, uint32_t density_stride, float*
 
 void launch_nerf_ray_loss(const NerfRayLossArgs& args, cudaStream_t stream) {
     if (args.n_rays == 0) return;
-    ray_loss_kernel<<<blocks_for(args.n_rays), kThreads, 0, stream>>>(args);
+    ray_loss_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
@@ -303,7 +344,7 @@ void launch_nerf_density_gradient(const float* d_colour_in, uint32_t colour_in_s
 void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchView& grid, uint32_t* counts,
                                     cudaStream_t stream) {
     if (rays.n_rays == 0) return;
-    count_view_samples_kernel<<<blocks_for(rays.n_rays), kThreads, 0, stream>>>(rays, grid, counts);
+    count_view_samples_kernel<<<blocks_for(rays.n_rays, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, counts);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
@@ -311,7 +352,7 @@ void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid,
                             uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
                             cudaStream_t stream) {
     if (ray_end <= ray_begin) return;
-    march_view_kernel<<<blocks_for(ray_end - ray_begin), kThreads, 0, stream>>>(rays, grid, offsets, ray_begin,
+    march_view_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, offsets, ray_begin,
                                                                                  ray_end, samples);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
@@ -320,7 +361,7 @@ void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts,
                                 const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
                                 float* rgb_out, cudaStream_t stream) {
     if (ray_end <= ray_begin) return;
-    composite_view_kernel<<<blocks_for(ray_end - ray_begin), kThreads, 0, stream>>>(
+    composite_view_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(
         offsets, counts, ray_begin, ray_end, sigma, rgb, t, dt, background, rgb_out);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }

@@ -21,6 +21,9 @@ using nerf::kDensityOutputs;
 constexpr uint32_t kMaxRaysPerStep = 1u << 20;
 constexpr uint32_t kMinRaysPerStep = 128;
 constexpr uint32_t kViewChunkRays = 1u << 18;
+// Marched samples per step at most, in budgets: instant-ngp's lego keeps
+// about half of what it marches once trained.
+constexpr uint32_t kMarchBudgets = 4;
 // dL/dout of a NeRF step is tiny (a mean over all rays' channels, times
 // weights and sigmoid slopes: ~1e-7); fp16 backward passes need it scaled up
 // past the subnormal range. Non-finite gradients skip the update.
@@ -74,6 +77,8 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     march_.max_samples = settings.max_samples_per_ray;
     bounds_ = nerf::nerf_march_bounds(dataset, n_cascades);
     capacity_ = round_up(settings.samples_per_batch, 256);
+    march_capacity_ = kMarchBudgets * capacity_;
+    march_limit_ = march_capacity_;
     max_rays_ = kMaxRaysPerStep;
     n_rays_ = std::clamp(round_up(settings.rays_per_batch, 128), kMinRaysPerStep, max_rays_);
 
@@ -131,7 +136,16 @@ void NerfCudaTrainer::allocate_buffers() {
     d_colour_raw_.resize(3 * n);
     d_colour_in_.resize(kColourInputs * n);
     d_density_out_.resize(kDensityOutputs * n);
-    scratch_.resize(std::max(density_->n_encoded_dims(), colour_->n_encoded_dims()) * n);
+    scratch_.resize((size_t)std::max(density_->n_encoded_dims(), colour_->n_encoded_dims()) * march_capacity_);
+    const size_t m = march_capacity_;
+    marched_positions_.resize(3 * m);
+    marched_directions_.resize(3 * m);
+    marched_t_.resize(m);
+    marched_dt_.resize(m);
+    marched_density_out_.resize(kDensityOutputs * m);
+    marched_sigma_.resize(m);
+    marched_first_.resize(max_rays_);
+    marched_count_.resize(max_rays_);
     ray_first_.resize(max_rays_);
     ray_count_.resize(max_rays_);
     ray_target_.resize(3 * (size_t)max_rays_);
@@ -171,10 +185,10 @@ std::string NerfCudaTrainer::describe() const {
 }
 
 void NerfCudaTrainer::density_values(const float* d_points, uint32_t n, float* d_sigma) {
-    for (uint32_t i0 = 0; i0 < n; i0 += capacity_) {
-        const uint32_t m = std::min(capacity_, n - i0);
-        density_->inference(d_points + 3 * (size_t)i0, density_out_.data(), scratch_.data(), m, stream_);
-        gpu::launch_nerf_sigma(density_out_.data(), kDensityOutputs, d_sigma + i0, m, stream_);
+    for (uint32_t i0 = 0; i0 < n; i0 += march_capacity_) {
+        const uint32_t m = std::min(march_capacity_, n - i0);
+        density_->inference(d_points + 3 * (size_t)i0, marched_density_out_.data(), scratch_.data(), m, stream_);
+        gpu::launch_nerf_sigma(marched_density_out_.data(), kDensityOutputs, d_sigma + i0, m, stream_);
     }
 }
 
@@ -205,7 +219,7 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, cudaEvent_t forward
     a.t = t_.data();
     a.dt = dt_.data();
     a.loss = ray_loss_;
-    a.counters = &state->counters[0];
+    a.counters = &state->compact[0];
     a.d_sigma = d_sigma_.data();
     a.d_rgb = d_rgb_.data();
     a.loss_sum = &state->loss_sum;
@@ -235,9 +249,12 @@ void NerfCudaTrainer::retire(int slot) {
     const Readback r = *s.host;
     last_.loss = (float)r.loss_sum;
     last_.rays = s.rays;
-    last_.samples_asked = r.counters[0];
-    last_.rays_kept = r.counters[1];
-    last_.samples_kept = r.counters[2];
+    last_.marched_asked = r.march[0];
+    last_.marched_rays = r.march[1];
+    last_.marched_kept = r.march[2];
+    last_.samples_asked = r.compact[0];
+    last_.rays_kept = r.compact[1];
+    last_.samples_kept = r.compact[2];
     if (r.non_finite) ++skipped_steps_;
     for (int p = 0; p < kPhases; ++p) {
         float ms = 0;
@@ -248,12 +265,61 @@ void NerfCudaTrainer::retire(int slot) {
     s.pending = false;
 }
 
-// instant-ngp's rule: scale the ray count by budget / samples asked for.
+// instant-ngp's rule: as many rays as fill the budget at the last step's
+// kept samples per ray; the march limit holds what those rays march, with a
+// margin.
 void NerfCudaTrainer::adapt_ray_count() {
-    if (last_.samples_asked == 0 || last_.rays == 0) return;
-    const double rays = (double)last_.rays * (double)capacity_ / (double)last_.samples_asked;
-    const uint32_t r = (uint32_t)std::min<double>(rays, (double)max_rays_);
-    n_rays_ = std::clamp(round_up(std::max(r, 1u), 128), kMinRaysPerStep, max_rays_);
+    if (last_.rays == 0 || last_.marched_rays == 0) return;
+    const double kept_per_ray = (double)last_.samples_asked / (double)last_.marched_rays;
+    const double marched_per_ray = (double)last_.marched_asked / (double)last_.rays;
+    double rays = kept_per_ray > 0 ? (double)capacity_ / kept_per_ray : (double)max_rays_;
+    rays = std::min({rays, (double)max_rays_, (double)march_capacity_ / std::max(marched_per_ray, 1e-3)});
+    n_rays_ = std::clamp(round_up(std::max((uint32_t)rays, 1u), 128), kMinRaysPerStep, max_rays_);
+    const double marched = 1.2 * (double)n_rays_ * marched_per_ray;
+    march_limit_ = std::clamp(round_up((uint32_t)std::min(marched, (double)march_capacity_), 256), capacity_,
+                              march_capacity_);
+}
+
+// Draws and marches the step's rays, then keeps the samples that count:
+// densities of every marched sample (inference, training parameters), then
+// compaction into the networks' buffers.
+void NerfCudaTrainer::march_and_compact(int slot) {
+    Readback* state = step_state_.data();
+    gpu::NerfTrainingRaysArgs a;
+    a.key = ray_key_;
+    a.step = step_;
+    a.n_rays = n_rays_;
+    a.cameras = cameras_.data();
+    a.n_frames = (uint32_t)dataset_.frames.size();
+    a.images = images_.data();
+    a.width = dataset_.images.width;
+    a.height = dataset_.images.height;
+    a.grid = march_view();
+    const gpu::NerfSampleBuffers marched{marched_positions_.data(), marched_directions_.data(), 3, marched_t_.data(),
+                                         marched_dt_.data(), march_limit_};
+    a.samples = marched;
+    a.ray_first = marched_first_.data();
+    a.ray_count = marched_count_.data();
+    a.ray_target = ray_target_.data();
+    a.ray_background = ray_background_.data();
+    a.counters = &state->march[0];
+    gpu::launch_nerf_training_rays(a, stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(slots_[slot].phase[2], stream_));
+
+    density_->inference(marched_positions_.data(), marched_density_out_.data(), scratch_.data(), march_limit_,
+                        stream_);
+    gpu::launch_nerf_sigma(marched_density_out_.data(), kDensityOutputs, marched_sigma_.data(), march_limit_, stream_);
+    gpu::NerfCompactArgs c;
+    c.n_rays = n_rays_;
+    c.ray_first = marched_first_.data();
+    c.ray_count = marched_count_.data();
+    c.sigma = marched_sigma_.data();
+    c.in = marched;
+    c.out = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
+    c.out_first = ray_first_.data();
+    c.out_count = ray_count_.data();
+    c.counters = &state->compact[0];
+    gpu::launch_nerf_compact_rays(c, stream_);
 }
 
 float NerfCudaTrainer::step() {
@@ -268,28 +334,12 @@ float NerfCudaTrainer::step() {
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[1], stream_));
 
     step_state_.fill_bytes(0, stream_);
-    gpu::NerfTrainingRaysArgs a;
-    a.key = ray_key_;
-    a.step = step_;
-    a.n_rays = n_rays_;
-    a.cameras = cameras_.data();
-    a.n_frames = (uint32_t)dataset_.frames.size();
-    a.images = images_.data();
-    a.width = dataset_.images.width;
-    a.height = dataset_.images.height;
-    a.grid = march_view();
-    a.samples = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
-    a.ray_first = ray_first_.data();
-    a.ray_count = ray_count_.data();
-    a.ray_target = ray_target_.data();
-    a.ray_background = ray_background_.data();
-    a.counters = &step_state_.data()->counters[0];
-    gpu::launch_nerf_training_rays(a, stream_);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[2], stream_));
-    run_networks_and_loss(n_rays_, s.phase[3]);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[4], stream_));
-    apply_updates();
+    march_and_compact(slot);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[3], stream_));
+    run_networks_and_loss(n_rays_, s.phase[4]);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[5], stream_));
+    apply_updates();
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[6], stream_));
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
     s.rays = n_rays_;
@@ -388,7 +438,8 @@ nerf::OccupancyGrid NerfCudaTrainer::occupancy_grid() const {
 }
 
 json NerfCudaTrainer::diagnostics() const {
-    static const char* names[kPhases] = {"occupancy_update", "march", "forward_and_loss", "backward", "update"};
+    static const char* names[kPhases] = {"occupancy_update", "march", "compaction", "forward_and_loss", "backward",
+                                         "update"};
     json ms = json::object();
     double total = 0;
     for (int p = 0; p < kPhases; ++p) {
@@ -397,8 +448,13 @@ json NerfCudaTrainer::diagnostics() const {
         total += mean;
     }
     ms["total"] = total;
-    return json{{"step_ms", ms}, {"timed_steps", timed_steps_}, {"skipped_steps", skipped_steps_},
-                {"loss_scale", kLossScale}, {"samples_per_step_budget", capacity_}};
+    return json{{"step_ms", ms},
+                {"timed_steps", timed_steps_},
+                {"skipped_steps", skipped_steps_},
+                {"loss_scale", kLossScale},
+                {"samples_per_step_budget", capacity_},
+                {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
+                               {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};
 }
 
 void NerfCudaTrainer::set_learning_rate(double lr) {
@@ -438,9 +494,9 @@ float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, s
     up(ray_target_.data(), batch.target.data(), 3 * (size_t)n_rays * sizeof(float));
     up(ray_background_.data(), batch.background.data(), 3 * (size_t)n_rays * sizeof(float));
     Readback init{};
-    init.counters[0] = n;
-    init.counters[1] = n_rays;
-    init.counters[2] = n;
+    init.compact[0] = n;
+    init.compact[1] = n_rays;
+    init.compact[2] = n;
     up(step_state_.data(), &init, sizeof(Readback));
     run_networks_and_loss(n_rays, nullptr);
     Readback out{};

@@ -6,11 +6,13 @@
 // the CPU reference's own host/device code. docs/NERF.md, "The CUDA
 // trainer", has the data flow.
 //
-// A step draws its rays as the CPU does (training_rays.h), marches them into a
-// fixed sample budget (settings.samples_per_batch; rays whose samples do not
-// fit are dropped), runs both models on the whole budget, and adapts the
-// next steps' ray count so a step marches about the budget (instant-ngp's
-// scheme). The host runs up to kInFlight steps ahead of the GPU; the loss and
+// A step draws its rays as the CPU does (training_rays.h) and marches them;
+// the density model (inference) then gives every marched sample's density,
+// and compaction keeps only the samples volume rendering composites (early
+// termination) in a fixed budget (settings.samples_per_batch). Both models
+// train on that budget, and the next steps' ray count adapts so the kept
+// samples fill it (instant-ngp's scheme). Rays whose samples do not fit are
+// dropped. The host runs up to kInFlight steps ahead of the GPU; the loss and
 // counts reported are the newest finished step's.
 #pragma once
 
@@ -35,6 +37,8 @@ public:
     uint64_t step_count() const override { return step_; }
     uint32_t last_ray_count() const override { return last_.rays_kept; }
     size_t last_sample_count() const override { return last_.samples_kept; }
+    // Samples the newest finished step marched (before compaction).
+    size_t last_marched_sample_count() const { return last_.marched_kept; }
     void synchronize() override;
 
     Image render_view(const Camera& camera, Vec3 background) override;
@@ -71,16 +75,17 @@ public:
 private:
     static constexpr int kInFlight = 2;
     // A step's phases, timed by events recorded between them.
-    static constexpr int kPhases = 5;  // occupancy update, march, forward + loss, backward, update
+    static constexpr int kPhases = 6;  // occupancy update, march, compaction, forward + loss, backward, update
     struct Readback {
-        uint32_t counters[3];  // samples asked for, rays kept, samples kept
+        uint32_t march[3];    // samples asked for, rays kept, samples kept
+        uint32_t compact[3];  // the same after compaction
         unsigned int non_finite;
         double loss_sum;
     };
     struct Finished {
         float loss = 0;
-        uint32_t rays = 0, rays_kept = 0;
-        size_t samples_asked = 0, samples_kept = 0;
+        uint32_t rays = 0, rays_kept = 0, marched_rays = 0;
+        size_t samples_asked = 0, samples_kept = 0, marched_asked = 0, marched_kept = 0;
     };
 
     void allocate_buffers();
@@ -93,6 +98,7 @@ private:
     void apply_updates();
     void retire(int slot);
     void adapt_ray_count();
+    void march_and_compact(int slot);
     gpu::NerfMarchView march_view() const;
     nerf::RayLoss ray_loss() const { return ray_loss_; }
 
@@ -109,7 +115,9 @@ private:
     std::unique_ptr<DeviceModel> density_, colour_;
     std::unique_ptr<DeviceOccupancyGrid> grid_;
 
-    uint32_t capacity_ = 0;  // samples per step (the networks' batch)
+    uint32_t capacity_ = 0;  // samples per step after compaction (the networks' batch)
+    uint32_t march_capacity_ = 0;  // marched samples per step, at most
+    uint32_t march_limit_ = 0;     // marched samples this step (adapted; the density pass's batch)
     uint32_t max_rays_ = 0;
     gpu::DeviceBuffer<Camera> cameras_;
     gpu::DeviceBuffer<uint8_t> images_;
@@ -117,6 +125,10 @@ private:
     gpu::DeviceBuffer<float> density_out_, colour_raw_, sigma_, rgb_;
     gpu::DeviceBuffer<float> d_sigma_, d_rgb_, d_colour_raw_, d_colour_in_, d_density_out_, scratch_;
     gpu::DeviceBuffer<uint32_t> ray_first_, ray_count_;
+    // Marched samples, before compaction.
+    gpu::DeviceBuffer<float> marched_positions_, marched_directions_, marched_t_, marched_dt_;
+    gpu::DeviceBuffer<float> marched_density_out_, marched_sigma_;
+    gpu::DeviceBuffer<uint32_t> marched_first_, marched_count_;
     gpu::DeviceBuffer<float> ray_target_, ray_background_;
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;

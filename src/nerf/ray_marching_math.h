@@ -114,16 +114,21 @@ FUSEDNGP_HD int cascade_of(Vec3 p) {
 
 // ---- Morton order of a 128^3 cell ------------------------------------------
 
-// Spreads the low 7 bits of v to bits 0, 3, 6, ..., 18.
+// Spreads the low 7 bits of v to bits 0, 3, 6, ..., 18 (the usual shift-and-
+// mask ladder: every lattice point of a march computes one index, so no loop).
 FUSEDNGP_HD uint32_t morton_spread7(uint32_t v) {
-    uint32_t r = 0;
-    for (int i = 0; i < 7; ++i) r |= ((v >> i) & 1u) << (3 * i);
-    return r;
+    v &= 0x7Fu;
+    v = (v | (v << 8)) & 0x0300F00Fu;
+    v = (v | (v << 4)) & 0x030C30C3u;
+    v = (v | (v << 2)) & 0x09249249u;
+    return v;
 }
 FUSEDNGP_HD uint32_t morton_compact7(uint32_t m) {
-    uint32_t r = 0;
-    for (int i = 0; i < 7; ++i) r |= ((m >> (3 * i)) & 1u) << i;
-    return r;
+    m &= 0x09249249u;
+    m = (m ^ (m >> 2)) & 0x030C30C3u;
+    m = (m ^ (m >> 4)) & 0x0300F00Fu;
+    m = (m ^ (m >> 8)) & 0xFF0000FFu;
+    return m & 0x7Fu;
 }
 FUSEDNGP_HD uint32_t morton3(uint32_t x, uint32_t y, uint32_t z) {
     return morton_spread7(x) | (morton_spread7(y) << 1) | (morton_spread7(z) << 2);

@@ -113,6 +113,17 @@ struct RayInputGrad {
 template <typename T>
 FUSEDNGP_HD T sample_alpha(T sigma, T dt) { return (T)1 - scalar_exp(-sigma * dt); }
 
+// How many of a ray's samples render_ray composites (its `used`): the
+// transmittance alone decides, so a trainer can drop the samples behind the
+// termination point before running its networks on them (compaction).
+template <typename T>
+FUSEDNGP_HD int samples_used(const T* sigma, const T* dt, int n, T min_transmittance = (T)kDefaultMinTransmittance) {
+    T trans = 1;
+    int i = 0;
+    for (; i < n && trans >= min_transmittance; ++i) trans *= scalar_exp(-sigma[i] * dt[i]);
+    return i;
+}
+
 template <typename T>
 FUSEDNGP_HD RayResult<T> render_ray(const RaySamples<T>& s, const T background[3],
                                     T min_transmittance = (T)kDefaultMinTransmittance) {
