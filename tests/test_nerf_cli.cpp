@@ -72,7 +72,7 @@ TEST(NerfCli, TrainsTheSyntheticSceneToTheStatedTestPsnr) {
     std::printf("%s", r.out.c_str());
     EXPECT_NE(r.out.find("12 frames 24x24, 2 test frames"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("density +"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("no snapshot yet"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("snapshot.fusedngp"), std::string::npos) << r.out;
     nlohmann::json s = nlohmann::json::parse(read_text((out / "summary.json").string()));
     EXPECT_EQ(s["mode"], "nerf");
     EXPECT_EQ(s["backend"], "cpu");
@@ -94,7 +94,7 @@ TEST(NerfCli, TrainsTheSyntheticSceneToTheStatedTestPsnr) {
     EXPECT_TRUE(fs::exists(out / "test_000.png"));
     EXPECT_TRUE(fs::exists(out / "test_001.png"));
     EXPECT_FALSE(fs::exists(out / "test_002.png"));
-    EXPECT_FALSE(fs::exists(out / "snapshot.fusedngp"));
+    EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp"));
 }
 
 TEST(NerfCli, WithoutATestSplitRendersTheFirstTrainView) {
@@ -121,7 +121,7 @@ TEST(NerfCli, BadInputsAreOneLineErrorsWithNoOutput) {
     write_text_file(dir / "broken.json", "{\"frames\": [");
     expect_input_error(train_args((dir / "broken.json").string(), out), out, "broken.json");
     expect_input_error(train_args(scene().dir.string(), out, "cuda"), out,
-                       "the NeRF mode runs on the CPU backend only for now; pass --backend cpu");
+                       "--backend cuda");
     expect_input_error(train_args(scene().dir.string(), out) + " --test " + (dir / "missing.json").string(), out,
                        "missing.json");
     expect_input_error(train_args(scene().dir.string(), out) + " --background pink", out, "--background");

@@ -63,8 +63,6 @@ void expect_input_error(const std::string& args, const fs::path& out, const std:
     EXPECT_FALSE(fs::exists(out)) << out;
 }
 
-Image linear_exr_as_srgb(const fs::path& path) { return convert_color_space(load_image(path.string()), ColorSpace::Srgb); }
-
 } // namespace
 
 TEST(SafetensorsU8, RoundTripsSmallIntegersAndRejectsOthers) {

@@ -81,13 +81,15 @@ void render_sdf_model_file(const RenderOptions& o, const TrainedModel& t) {
 }
 
 void run_render(const RenderOptions& o) {
+    // One image unless NeRF's --test or --camera-path asks for a folder (or video).
+    const bool one_image = o.test.empty() && o.camera_path.empty();
+    std::string ext = lower_extension(o.out);
+    if (one_image && ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
+    if (o.width < 0 || o.height < 0) throw InputError("--width and --height must be positive");
     const SafetensorsContents contents = read_safetensors(o.input);
     if (is_nerf_model_file(contents)) return render_nerf(o, contents);
-    if (!o.test.empty() || !o.camera_path.empty() || !o.background.empty())
+    if (!one_image || !o.background.empty())
         throw InputError(o.input + ": --test, --camera-path and --background are for NeRF models");
-    std::string ext = lower_extension(o.out);
-    if (ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
-    if (o.width < 0 || o.height < 0) throw InputError("--width and --height must be positive");
     TrainedModel t = open_trained_model(contents, o.input);
     if (t.desc.mode == "sdf") return render_sdf_model_file(o, t);
     if (t.desc.mode != "image") throw InputError(o.input + ": rendering mode \"" + t.desc.mode + "\" is not supported yet");
