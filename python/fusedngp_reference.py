@@ -13,6 +13,15 @@ with `Model<float>::inference` to within a few float rounding steps.
 
     /usr/bin/python3 fusedngp_reference.py WEIGHTS --inputs IN.npy --out OUT.npy
     /usr/bin/python3 fusedngp_reference.py WEIGHTS --describe
+
+NeRF weights (`fusedngp export` of a NeRF snapshot) render a view: the
+marcher of src/nerf/ray_marching_math.h and the compositing of
+src/nerf/volume_rendering.h, in float32 (docs/NERF.md):
+
+    nerf = ref.load_nerf("scene.safetensors")
+    rgb = nerf.render(camera_dict, background=(1, 1, 1))   # (H, W, 3)
+
+    /usr/bin/python3 fusedngp_reference.py SCENE --camera cam.json --out rgb.npy
 """
 
 import argparse
