@@ -293,3 +293,35 @@ TEST(NerfPersistCli, BadInputsAreOneLineErrorsWithNoOutput) {
                            out, "ffmpeg is not on PATH");
     }
 }
+
+// Runs `args` with a stand-in `ffmpeg` first on PATH (a script body).
+fusedngp::test::CliResult run_with_fake_ffmpeg(const fs::path& dir, const std::string& script, const std::string& args) {
+    const fs::path bin = dir / "bin";
+    fs::create_directories(bin);
+    write_text_file(bin / "ffmpeg", "#!/bin/sh\n" + script + "\n");
+    fs::permissions(bin / "ffmpeg", fs::perms::owner_all);
+    const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+    setenv("PATH", (bin.string() + ":" + old_path).c_str(), 1);
+    auto r = run_cli(args);
+    setenv("PATH", old_path.c_str(), 1);
+    return r;
+}
+
+TEST(NerfPersistCli, CameraPathToMp4PipesRawFramesToFfmpegAndWritesAtomically) {
+    const fs::path dir = make_temp_dir("nerf_mp4");
+    write_text_file(dir / "path.json", R"({"width": 10, "height": 6, "keyframes": [
+        {"time": 0, "camera": {"orbit": [0, 10, 1.4]}}, {"time": 0.5, "camera": {"orbit": [40, 10, 1.4]}}]})");
+    const std::string args = "render " + trained_snapshot().string() + " --camera-path " + (dir / "path.json").string() +
+                             " --fps 4 --out " + (dir / "v.mp4").string();
+    // The stand-in stores the raw frames in its output file (its last argument).
+    auto r = run_with_fake_ffmpeg(dir, "for a; do last=$a; done; cat > \"$last\"", args);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(fs::file_size(dir / "v.mp4"), 3u * 10 * 6 * 3);  // frames at t = 0, 0.25, 0.5
+    // An ffmpeg that fails leaves nothing behind.
+    fs::remove(dir / "v.mp4");
+    r = run_with_fake_ffmpeg(dir, "exit 1", args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("ffmpeg failed"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "v.mp4"));
+    for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+}

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -145,6 +146,15 @@ std::vector<uint8_t> rgb24(const Image& img) {
     return out;
 }
 
+// Ignores SIGPIPE for its lifetime (restoring the previous handler).
+struct SigpipeIgnored {
+    SigpipeIgnored() { previous = std::signal(SIGPIPE, SIG_IGN); }
+    ~SigpipeIgnored() { std::signal(SIGPIPE, previous); }
+    SigpipeIgnored(const SigpipeIgnored&) = delete;
+    SigpipeIgnored& operator=(const SigpipeIgnored&) = delete;
+    void (*previous)(int) = SIG_DFL;
+};
+
 // Pipes raw RGB frames into ffmpeg, which writes the temporary file of an atomic write.
 void encode_mp4(const std::vector<Camera>& frames, nerf::NerfTraining& trainer, Vec3 bg, double fps,
                 const std::string& out) {
@@ -152,14 +162,18 @@ void encode_mp4(const std::vector<Camera>& frames, nerf::NerfTraining& trainer, 
     write_file_atomically(out, [&](const std::string& tmp) {
         const std::string cmd = "ffmpeg -loglevel error -y -f rawvideo -pix_fmt rgb24 -s " + std::to_string(k.width) +
                                 "x" + std::to_string(k.height) + " -r " + std::to_string(fps) +
-                                " -i - -vf pad=ceil(iw/2)*2:ceil(ih/2)*2 -pix_fmt yuv420p -f mp4 " + shell_quoted(tmp);
+                                " -i - -vf 'pad=ceil(iw/2)*2:ceil(ih/2)*2' -pix_fmt yuv420p -f mp4 " + shell_quoted(tmp);
+        // An ffmpeg that quits early must not kill us with SIGPIPE: the failed write and its exit status say it.
+        const SigpipeIgnored ignore_sigpipe;
         FILE* pipe = popen(cmd.c_str(), "w");
         if (!pipe) throw InputError(out + ": cannot start ffmpeg");
+        bool written = true;
         for (const Camera& c : frames) {
             const std::vector<uint8_t> bytes = rgb24(render(trainer, c, bg));
-            if (std::fwrite(bytes.data(), 1, bytes.size(), pipe) != bytes.size()) break;
+            written = written && std::fwrite(bytes.data(), 1, bytes.size(), pipe) == bytes.size();
+            if (!written) break;
         }
-        if (pclose(pipe) != 0) throw InputError(out + ": ffmpeg failed to encode the frames");
+        if (pclose(pipe) != 0 || !written) throw InputError(out + ": ffmpeg failed to encode the frames");
     });
 }
 

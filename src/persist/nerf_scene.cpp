@@ -67,7 +67,8 @@ NerfScene nerf_scene_from_json(const json& j, const std::string& source) {
     if (!j.is_object()) throw InputError(source + ": scene metadata is not a JSON object");
     NerfScene s;
     s.aabb_scale = finite_number(j, "aabb_scale", source);
-    if (nerf::cascades_for_aabb_scale((int)s.aabb_scale) == 0 || s.aabb_scale != std::floor(s.aabb_scale)) {
+    if (!(s.aabb_scale >= 1 && s.aabb_scale <= 128) || s.aabb_scale != std::floor(s.aabb_scale) ||
+        nerf::cascades_for_aabb_scale((int)s.aabb_scale) == 0) {
         bad_scene(source, "aabb_scale", "must be a power of two in [1, 128]");
     }
     s.scale = finite_number(j, "scale", source);

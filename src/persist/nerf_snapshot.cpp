@@ -118,6 +118,7 @@ NerfSnapshot nerf_snapshot_from_contents(const SafetensorsContents& c, const std
     s.data_path = required_metadata(c.metadata, "data", source);
     s.backend = required_metadata(c.metadata, "backend", source);
     s.rays_per_batch = (uint32_t)parse_u64(required_metadata(c.metadata, "rays_per_batch", source), "rays_per_batch", source);
+    if (s.rays_per_batch == 0) throw InputError(source + ": metadata \"rays_per_batch\" must be at least 1");
     s.seed = parse_u64(required_metadata(c.metadata, "seed", source), "seed", source);
     s.scene = nerf_scene_from_json(parse_json(required_metadata(c.metadata, "scene", source), "scene", source), source);
     nerf::NerfTrainingState& st = s.state;
