@@ -132,7 +132,7 @@ int run_train_nerf(const TrainOptions& o) {
     std::fflush(stdout);
 
     install_interrupt_handler();
-    TrainLimits limits{o.steps, o.seconds, o.batch_size};
+    TrainLimits limits{o.steps, o.seconds, rays};
     ProgressPrinter progress(limits, trainer.step_count(), o.log_every);
     json psnr_history = json::array();
     double last_psnr = -1, last_eval_time = 0, samples_total = 0, rays_total = 0;
