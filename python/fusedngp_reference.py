@@ -13,6 +13,15 @@ with `Model<float>::inference` to within a few float rounding steps.
 
     /usr/bin/python3 fusedngp_reference.py WEIGHTS --inputs IN.npy --out OUT.npy
     /usr/bin/python3 fusedngp_reference.py WEIGHTS --describe
+
+NeRF weights (`fusedngp export` of a NeRF snapshot) render a view: the
+marcher of src/nerf/ray_marching_math.h and the compositing of
+src/nerf/volume_rendering.h, in float32 (docs/NERF.md):
+
+    nerf = ref.load_nerf("scene.safetensors")
+    rgb = nerf.render(camera_dict, background=(1, 1, 1))   # (H, W, 3)
+
+    /usr/bin/python3 fusedngp_reference.py SCENE --camera cam.json --out rgb.npy
 """
 
 import argparse
@@ -42,13 +51,13 @@ class UnsupportedError(ValueError):
 # safetensors
 # --------------------------------------------------------------------------
 
-_SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2")}
+_SAFETENSORS_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "U8": np.dtype("u1")}
 _MAX_HEADER_BYTES = 100_000_000
 
 
 def read_safetensors(path):
     """Returns (tensors, dtypes, metadata): tensors maps name -> float32 array
-    in file (data offset) order, dtypes maps name -> "F32"/"F16"."""
+    in file (data offset) order, dtypes maps name -> "F32"/"F16"/"U8"."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 8:
@@ -76,7 +85,7 @@ def read_safetensors(path):
         except (TypeError, KeyError, ValueError):
             raise WeightFileError(f"{path}: tensor \"{name}\" lacks a valid dtype, shape or data_offsets") from None
         if dtype_name not in _SAFETENSORS_DTYPES:
-            raise WeightFileError(f"{path}: tensor \"{name}\" has dtype {dtype_name}; supported: F32, F16")
+            raise WeightFileError(f"{path}: tensor \"{name}\" has dtype {dtype_name}; supported: F32, F16, U8")
         dtype = _SAFETENSORS_DTYPES[dtype_name]
         count = math.prod(shape)
         if min(shape, default=0) < 0 or not 0 <= begin <= end <= len(body) or end - begin != count * dtype.itemsize:
@@ -87,7 +96,7 @@ def read_safetensors(path):
     tensors, dtypes = {}, {}
     for begin, name, dtype_name, dtype, shape, count in sorted(entries, key=lambda e: e[0]):
         values = np.frombuffer(body, dtype=dtype, count=count, offset=begin)
-        # F16 -> F32 is exact; native byte order for fast arithmetic.
+        # F16 and U8 -> F32 are exact; native byte order for fast arithmetic.
         tensors[name] = values.astype(F32).reshape(shape)
         dtypes[name] = dtype_name
     return tensors, dtypes, metadata
@@ -736,8 +745,233 @@ def load(path):
 
 
 # --------------------------------------------------------------------------
+# NeRF (weights written by `fusedngp export` from a NeRF snapshot): two
+# models, the occupancy grid and the marcher of src/nerf/ray_marching_math.h,
+# volume rendering as src/nerf/volume_rendering.h, all in float32.
+# --------------------------------------------------------------------------
+
+NERF_WEIGHTS_FORMAT = "nerf-weights-v1"
+GRID_RES = 128
+GRID_CELLS = GRID_RES ** 3
+MAX_CASCADES = 8
+SQRT3 = F32(1.7320508075688772)
+MIN_STEP = SQRT3 / F32(1024)
+MIN_TRANSMITTANCE = F32(1e-4)
+DENSITY_OUTPUTS = 16
+
+
+def _prefixed(tensors, prefix):
+    return {name[len(prefix):]: t for name, t in tensors.items() if name.startswith(prefix)}
+
+
+def _morton_spread7(v):
+    r = np.zeros_like(v)
+    for i in range(7):
+        r |= ((v >> i) & 1) << (3 * i)
+    return r
+
+
+def _cascade_of(p):
+    """The finest cascade holding each point (MAX_CASCADES where none does)."""
+    m = np.max(np.abs(p - F32(0.5)), axis=1)
+    k = np.zeros(len(p), np.int64)
+    half = np.full(len(p), F32(0.5), F32)
+    for _ in range(MAX_CASCADES):
+        outside = ~(m <= half)
+        k += outside
+        half = np.where(outside, half * F32(2), half)
+    return k
+
+
+def _cell_of(p, k):
+    scale = (np.int64(1) << np.minimum(k, MAX_CASCADES - 1)).astype(F32)[:, None]
+    q = ((p - F32(0.5)) / scale + F32(0.5)) * F32(GRID_RES)
+    return np.clip(np.floor(q).astype(np.int64), 0, GRID_RES - 1)
+
+
+class _March:
+    """The settings of one model's marcher (nerf_settings_from_config)."""
+
+    def __init__(self, config, aabb_scale):
+        sampling = config.get("sampling", {})
+        self.n_cascades = int(round(math.log2(aabb_scale))) + 1
+        self.cone_angle = F32(sampling.get("cone_angle", 0.0 if aabb_scale <= 1 else 1.0 / 256))
+        self.max_samples = int(sampling.get("max_samples_per_ray", 1024))
+        self.max_step = SQRT3 * F32(2 ** (self.n_cascades - 1)) / F32(GRID_RES)
+        half = F32(0.5 * aabb_scale)
+        self.lo, self.hi = F32(0.5) - half, F32(0.5) + half
+
+    def step(self, t):
+        return np.clip(t * self.cone_angle, MIN_STEP, self.max_step).astype(F32)
+
+    def dt_cascade(self, dt):
+        k = np.zeros(len(dt), np.int64)
+        for _ in range(self.n_cascades - 1):
+            k += (k < self.n_cascades - 1) & ((F32(2) ** k.astype(F32)) / F32(GRID_RES) < F32(2) * dt)
+        return k
+
+
+def _march(origin, direction, bits, m):
+    """All rays at once, each exactly as march_ray: returns (ray, p, t, dt) of
+    every sample, grouped by ray in marching order."""
+    n = len(origin)
+    safe = np.where(direction != 0, direction, F32(1e-30))
+    inv = (F32(1) / safe).astype(F32)
+    ta = (m.lo - origin) * inv
+    tb = (m.hi - origin) * inv
+    t0 = np.maximum(F32(0), np.max(np.minimum(ta, tb), axis=1))
+    t1 = np.minimum(F32(3.4e38), np.min(np.maximum(ta, tb), axis=1))
+    active = t0 <= t1
+    t = (t0 + F32(0) * m.step(t0)).astype(F32)
+    count = np.zeros(n, np.int64)
+    skipping = np.zeros(n, bool)
+    t_exit = np.zeros(n, F32)
+    out = []
+    while active.any():
+        # Rays skipping an empty cell: one lattice step (do ... while t < t_exit).
+        sk = np.nonzero(active & skipping)[0]
+        if len(sk):
+            t[sk] = t[sk] + m.step(t[sk])
+            skipping[sk] = t[sk] < t_exit[sk]
+        go = np.nonzero(active & ~skipping)[0]
+        done = ~((t[go] <= t1[go]) & (count[go] < m.max_samples))
+        active[go[done]] = False
+        go = go[~done]
+        if not len(go):
+            continue
+        tg = t[go]
+        p = origin[go] + direction[go] * tg[:, None]
+        dt = m.step(tg)
+        kc = _cascade_of(p)
+        k = np.where(kc >= m.n_cascades, kc, np.maximum(kc, m.dt_cascade(dt)))
+        outside = k >= m.n_cascades
+        cell = _cell_of(p, k)
+        index = np.minimum(k, m.n_cascades - 1) * GRID_CELLS + (
+            _morton_spread7(cell[:, 0]) | (_morton_spread7(cell[:, 1]) << 1) | (_morton_spread7(cell[:, 2]) << 2))
+        occupied = ~outside & (((bits[index >> 3] >> (index & 7)) & 1) == 1)
+        emit = outside | occupied
+        e = go[occupied]
+        out.append((e, p[occupied], tg[occupied], dt[occupied]))
+        count[e] += 1
+        t[go[emit]] = tg[emit] + dt[emit]
+        # Empty cells: t_exit where the ray leaves the cell's box.
+        s = ~emit
+        gs, ks, cs, ps = go[s], k[s], cell[s], p[s]
+        scale = (np.int64(1) << ks).astype(F32)[:, None]
+        lo = F32(0.5) + (cs.astype(F32) / F32(GRID_RES) - F32(0.5)) * scale
+        hi = lo + scale / F32(GRID_RES)
+        face = np.where(direction[gs] >= 0, hi, lo)
+        dist = np.maximum(np.min((face - ps) * inv[gs], axis=1), F32(0))
+        t_exit[gs] = tg[s] + dist
+        skipping[gs] = True
+    if not out:
+        return np.zeros(0, np.int64), np.zeros((0, 3), F32), np.zeros(0, F32), np.zeros(0, F32)
+    ray = np.concatenate([o[0] for o in out])
+    order = np.argsort(ray, kind="stable")  # iterations are in marching order per ray
+    return (ray[order], np.concatenate([o[1] for o in out])[order], np.concatenate([o[2] for o in out])[order],
+            np.concatenate([o[3] for o in out])[order])
+
+
+def _camera_rays(cam):
+    """Pixel-centre rays of a camera dict (camera_to_json's explicit form)."""
+    w, h = int(cam["width"]), int(cam["height"])
+    pos, fwd, right, up = (np.array(cam[k], F32) for k in ("position", "forward", "right", "up"))
+    i = np.arange(w * h)
+    px = (i % w).astype(F32) + F32(0.5)
+    py = (i // w).astype(F32) + F32(0.5)
+    dx = (px - F32(cam["cx"])) / F32(cam["fx"])
+    dy = (py - F32(cam["cy"])) / F32(cam["fy"])
+    d = (fwd + right * dx[:, None]) - up * dy[:, None]
+    length = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])  # dot() in order
+    return np.repeat(pos[None, :], w * h, axis=0), (d / length[:, None]).astype(F32), w, h
+
+
+class NerfModel:
+    """A loaded NeRF weight file: render(camera dict, background) -> (H, W, 3)."""
+
+    def __init__(self, path, tensors, metadata):
+        if metadata.get("fusedngp.format") != NERF_WEIGHTS_FORMAT:
+            raise WeightFileError(f"{path}: not fusedngp NeRF weights")
+        try:
+            self.config = json.loads(metadata["config"])
+            self.scene = json.loads(metadata["scene"])
+        except (KeyError, ValueError) as e:
+            raise WeightFileError(f"{path}: NeRF metadata lacks or mangles {e}") from None
+        cfg = self.config
+        self.density_encoding = _build_encoding(3, cfg["encoding"], "encoding")
+        self.density_network = _Mlp(self.density_encoding.n_output_dims, DENSITY_OUTPUTS, cfg["network"])
+        self.colour_encoding = _build_encoding(3 + DENSITY_OUTPUTS, cfg["dir_encoding"], "dir_encoding")
+        self.colour_network = _Mlp(self.colour_encoding.n_output_dims, 3, cfg["rgb_network"], "rgb_network")
+        for prefix, enc, net in (("density.", self.density_encoding, self.density_network),
+                                 ("colour.", self.colour_encoding, self.colour_network)):
+            own = _prefixed(tensors, prefix)
+            enc.bind(_match_tensors(path, own, enc.param_slots(), _encoding_key, prefix + "encoding"))
+            net.bind(_match_tensors(path, own, net.param_slots(), _layer_key, prefix + "network"))
+        self.march = _March(cfg, float(self.scene["aabb_scale"]))
+        self.bits = tensors["occupancy.bits"].reshape(-1).astype(np.uint8)
+        if len(self.bits) != self.march.n_cascades * GRID_CELLS // 8:
+            raise WeightFileError(f"{path}: occupancy.bits has {len(self.bits)} bytes for "
+                                  f"{self.march.n_cascades} cascades")
+
+    def _fields(self, positions, dirs01):
+        """sigma (N,) and rgb (N, 3) of the samples."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            raw = self.density_network.forward(self.density_encoding.forward(positions)).astype(F32)
+            colour_in = np.concatenate([dirs01, raw], axis=1).astype(F32)
+            c = self.colour_network.forward(self.colour_encoding.forward(colour_in)).astype(F32)
+            return np.exp(raw[:, 0]), F32(1) / (F32(1) + np.exp(-c))
+
+    def render(self, camera, background=(1.0, 1.0, 1.0)):
+        origin, direction, w, h = _camera_rays(camera)
+        ray, p, t, dt = _march(origin, direction, self.bits, self.march)
+        bg = np.array(background, F32)
+        rgb_out = np.zeros((len(origin), 3), F32)
+        trans = np.ones(len(origin), F32)
+        if len(ray):
+            dirs01 = F32(0.5) * (direction[ray] + F32(1))
+            sigma, rgb = self._fields(p, dirs01)
+            # Sample j of every ray at once, front to back, with early termination.
+            first = np.searchsorted(ray, np.arange(len(origin)))
+            counts = np.bincount(ray, minlength=len(origin))
+            for j in range(int(counts.max())):
+                r = np.nonzero((counts > j) & (trans >= MIN_TRANSMITTANCE))[0]
+                if not len(r):
+                    break
+                s = first[r] + j
+                nxt = trans[r] * np.exp(-sigma[s] * dt[s])
+                wgt = trans[r] - nxt
+                rgb_out[r] += wgt[:, None] * rgb[s]
+                trans[r] = nxt
+        rgb_out += trans[:, None] * bg
+        return rgb_out.reshape(h, w, 3)
+
+
+def load_nerf(path):
+    """Reads NeRF weights written by `fusedngp export`."""
+    tensors, _, metadata = read_safetensors(path)
+    return NerfModel(path, tensors, metadata)
+
+
+# --------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------
+
+def _render_nerf_cli(args):
+    if not args.out:
+        print("fusedngp_reference: error: --camera needs --out OUT.npy", file=sys.stderr)
+        return 2
+    try:
+        model = load_nerf(args.weights)
+        with open(args.camera) as f:
+            camera = json.load(f)
+        background = [float(v) for v in args.background.split(",")]
+        image = model.render(camera, background)
+        np.save(args.out, np.ascontiguousarray(image.reshape(-1, 3), dtype="<f4"))
+    except (OSError, ValueError, KeyError) as e:
+        print(f"fusedngp_reference: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Evaluate fusedngp weights (.safetensors) with numpy.")
@@ -745,9 +979,14 @@ def main(argv=None):
     parser.add_argument("--inputs", help=".npy array of shape (N, n_input_dims)")
     parser.add_argument("--out", help=".npy file for the (N, n_output_dims) float32 outputs")
     parser.add_argument("--describe", action="store_true", help="print the tensors and the config")
+    parser.add_argument("--camera", help="NeRF weights: render this camera file (explicit frame with fx, fy, cx, cy, "
+                                         "width, height, as camera_to_json writes) to --out as (H*W, 3) float32")
+    parser.add_argument("--background", default="1,1,1", help="NeRF: R,G,B in [0, 1] (default 1,1,1)")
     args = parser.parse_args(argv)
+    if args.camera:
+        return _render_nerf_cli(args)
     if not args.describe and not args.inputs:
-        parser.error("give --inputs IN.npy --out OUT.npy, or --describe")
+        parser.error("give --inputs IN.npy --out OUT.npy, --describe, or (NeRF) --camera CAM.json --out OUT.npy")
     if bool(args.inputs) != bool(args.out):
         parser.error("--inputs and --out go together")
     try:

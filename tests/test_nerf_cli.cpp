@@ -73,7 +73,7 @@ TEST(NerfCli, TrainsTheSyntheticSceneToTheStatedTestPsnr) {
     std::printf("%s", r.out.c_str());
     EXPECT_NE(r.out.find("12 frames 24x24, 2 test frames"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("density +"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("no snapshot yet"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("snapshot.fusedngp"), std::string::npos) << r.out;
     nlohmann::json s = nlohmann::json::parse(read_text((out / "summary.json").string()));
     EXPECT_EQ(s["mode"], "nerf");
     EXPECT_EQ(s["backend"], "cpu");
@@ -95,7 +95,7 @@ TEST(NerfCli, TrainsTheSyntheticSceneToTheStatedTestPsnr) {
     EXPECT_TRUE(fs::exists(out / "test_000.png"));
     EXPECT_TRUE(fs::exists(out / "test_001.png"));
     EXPECT_FALSE(fs::exists(out / "test_002.png"));
-    EXPECT_FALSE(fs::exists(out / "snapshot.fusedngp"));
+    EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp"));
 }
 
 TEST(NerfCli, WithoutATestSplitRendersTheFirstTrainView) {

@@ -267,7 +267,7 @@ TEST(SafetensorsErrors, HeaderNotAJsonObject) {
 
 TEST(SafetensorsErrors, UnknownDtype) {
     expect_rejected(file_with_header("{\"a\": {\"dtype\": \"BF16\", \"shape\": [1], \"data_offsets\": [0, 2]}}", {0, 0}),
-                    "unsupported dtype \"BF16\" (supported: F32, F16)");
+                    "unsupported dtype \"BF16\" (supported: F32, F16, U8)");
 }
 
 TEST(SafetensorsErrors, HeaderLyingAboutSizesAndOffsets) {

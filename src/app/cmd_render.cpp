@@ -1,15 +1,18 @@
 // `fusedngp render`: render a trained model (snapshot or exported weights)
-// to an image at any resolution (SDF models: sphere-traced from a camera).
-// PNG is 8-bit sRGB, EXR is float linear.
+// to an image at any resolution (SDF models: sphere-traced from a camera;
+// NeRF models: volume-rendered, app/render_nerf.h). PNG is 8-bit sRGB, EXR
+// is float linear.
 #include "app/commands.h"
 
 #include "app/output_dir.h"
+#include "app/render_nerf.h"
 #include "core/errors.h"
 #include "app/sdf_model_file.h"
 #include "engine/sdf_backend_tools.h"
 #include "modes/image_mode.h"
 #include "render/camera_io.h"
 #include "persist/model_file.h"
+#include "persist/nerf_weights.h"
 
 #include <algorithm>
 #include <cctype>
@@ -30,7 +33,28 @@ struct RenderOptions {
     std::string camera_file;
     std::string render_mode = "shade";
     std::string backend;
+    // nerf mode
+    std::string test;
+    std::string camera_path;
+    double fps = 30;
+    std::string background;
 };
+
+void render_nerf(const RenderOptions& o, const SafetensorsContents& contents) {
+    NerfRenderRequest r;
+    r.input = o.input;
+    r.out = o.out;
+    r.width = o.width;
+    r.height = o.height;
+    r.camera = o.camera;
+    r.camera_file = o.camera_file;
+    r.camera_path = o.camera_path;
+    r.fps = o.fps;
+    r.test = o.test;
+    r.background = o.background;
+    r.backend = o.backend;
+    render_nerf_model(r, contents);
+}
 
 std::string lower_extension(const std::string& path) {
     std::string ext = std::filesystem::path(path).extension().string();
@@ -57,10 +81,16 @@ void render_sdf_model_file(const RenderOptions& o, const TrainedModel& t) {
 }
 
 void run_render(const RenderOptions& o) {
+    // One image unless NeRF's --test or --camera-path asks for a folder (or video).
+    const bool one_image = o.test.empty() && o.camera_path.empty();
     std::string ext = lower_extension(o.out);
-    if (ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
+    if (one_image && ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
     if (o.width < 0 || o.height < 0) throw InputError("--width and --height must be positive");
-    TrainedModel t = open_trained_model(o.input);
+    const SafetensorsContents contents = read_safetensors(o.input);
+    if (is_nerf_model_file(contents)) return render_nerf(o, contents);
+    if (!one_image || !o.background.empty())
+        throw InputError(o.input + ": --test, --camera-path and --background are for NeRF models");
+    TrainedModel t = open_trained_model(contents, o.input);
     if (t.desc.mode == "sdf") return render_sdf_model_file(o, t);
     if (t.desc.mode != "image") throw InputError(o.input + ": rendering mode \"" + t.desc.mode + "\" is not supported yet");
     Image shape = blank_image_from_info(t.desc.mode_info, o.input);
@@ -82,15 +112,19 @@ void run_render(const RenderOptions& o) {
 
 void add_render_command(CLI::App& app) {
     auto o = std::make_shared<RenderOptions>();
-    CLI::App* cmd = app.add_subcommand("render", "Render a snapshot or exported weights to an image (.png or .exr); SDF models are sphere-traced from a camera");
+    CLI::App* cmd = app.add_subcommand("render", "Render a snapshot or exported weights to an image (.png or .exr); SDF models are sphere-traced and NeRF models volume-rendered from a camera");
     cmd->add_option("model", o->input, "snapshot (from train) or weights (from export)")->required();
-    cmd->add_option("--out", o->out, "output image, .png (8-bit sRGB) or .exr (float linear)")->required();
+    cmd->add_option("--out", o->out, "output image, .png (8-bit sRGB) or .exr (float linear); nerf --test and --camera-path: a folder (or .mp4 for a camera path)")->required();
     cmd->add_option("--width", o->width, "width in pixels (default: the training image's; keeps aspect if only one is given)");
     cmd->add_option("--height", o->height, "height in pixels");
-    cmd->add_option("--camera", o->camera, "sdf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (default orbit:30,20,1.6)");
-    cmd->add_option("--camera-file", o->camera_file, "sdf: a camera JSON file (docs/SDF.md)");
+    cmd->add_option("--camera", o->camera, "sdf, nerf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (sdf default orbit:30,20,1.6; nerf default: the model's first test view)");
+    cmd->add_option("--camera-file", o->camera_file, "sdf, nerf: a camera JSON file (docs/SDF.md)");
     cmd->add_option("--render-mode", o->render_mode, "sdf: shade, normals, depth, ao or cost")->capture_default_str();
-    cmd->add_option("--backend", o->backend, "sdf: cpu or cuda; default: the best available");
+    cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available (nerf: cpu)");
+    cmd->add_option("--test", o->test, "nerf: render every view of this transforms .json into --out (a folder) with PSNR in metrics.json");
+    cmd->add_option("--camera-path", o->camera_path, "nerf: a camera path JSON (docs/NERF.md); frames to --out (a folder, or .mp4 via ffmpeg)");
+    cmd->add_option("--fps", o->fps, "nerf --camera-path: frames per second")->capture_default_str();
+    cmd->add_option("--background", o->background, "nerf: white, black or R,G,B in [0, 1] (default: the training background)");
     cmd->callback([o]() { run_render(*o); });
 }
 

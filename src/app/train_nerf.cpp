@@ -1,6 +1,7 @@
-// `fusedngp train` in NeRF mode (CPU only for now): train NerfTrainer<float>
-// on a transforms.json scene, then write test-view renders and summary.json.
-// NerfTrainer is not a Backend (two models, its own sampling), so this path
+// `fusedngp train` in NeRF mode: train a NerfTraining (create_nerf_training
+// picks the backend) on a transforms.json scene, then write the snapshot,
+// test-view renders and summary.json; --resume continues from a snapshot.
+// NerfTraining is not a Backend (two models, its own sampling), so this path
 // has its own short loop with run_training's limits and stop semantics.
 #include "app/train_options.h"
 
@@ -16,6 +17,7 @@
 #include "nerf/nerf_dataset.h"
 #include "nerf/nerf_training.h"
 #include "engine/nerf_training_factory.h"
+#include "persist/nerf_snapshot.h"
 
 #include <chrono>
 #include <cstdio>
@@ -23,10 +25,6 @@
 #include <sstream>
 
 namespace fusedngp {
-namespace {
-
-constexpr size_t kMaxTestRenders = 8;
-constexpr size_t kTrainEvalViews = 4;  // train-view PSNR when there is no test split
 
 // "white", "black" or "R,G,B" (each in [0, 1]).
 Vec3 parse_background(const std::string& s) {
@@ -42,6 +40,11 @@ Vec3 parse_background(const std::string& s) {
     }
     throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
 }
+
+namespace {
+
+constexpr size_t kMaxTestRenders = 8;
+constexpr size_t kTrainEvalViews = 4;  // train-view PSNR when there is no test split
 
 // The first few frames of a dataset, to measure train-view PSNR.
 NerfDataset first_frames(const NerfDataset& data, size_t n) {
@@ -78,13 +81,36 @@ json time_renders(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
     return out;
 }
 
+// A snapshot resumes only on its own scene's transform (the grid's extent and
+// the cameras' coordinates depend on it).
+void check_nerf_resume_fits(const NerfSnapshot& s, const std::string& path, const NerfDataset& data) {
+    const Vec3 a = s.scene.offset, b = data.offset;
+    if (s.scene.aabb_scale != data.aabb_scale || s.scene.scale != data.scale || a.x != b.x || a.y != b.y || a.z != b.z) {
+        throw InputError(path + ": the snapshot's scene transform (aabb_scale " + std::to_string(s.scene.aabb_scale) +
+                         ", scale " + std::to_string(s.scene.scale) + ") differs from " + data.source + "'s (aabb_scale " +
+                         std::to_string(data.aabb_scale) + ", scale " + std::to_string(data.scale) + ")");
+    }
+}
+
+// The snapshot's config when resuming (a --config that differs is an error),
+// else the default or the user's file.
+json resolve_nerf_config(const TrainOptions& o, const NerfSnapshot* resumed) {
+    if (!resumed) return load_mode_config("nerf", o.config);
+    if (!o.config.empty() && load_mode_config("nerf", o.config) != resumed->config) {
+        throw InputError(o.resume + ": the snapshot was trained with a different config than " + o.config +
+                         " (resume without --config to continue with the snapshot's)");
+    }
+    return resumed->config;
+}
+
 } // namespace
 
 int run_train_nerf(const TrainOptions& o) {
     namespace fs = std::filesystem;
     using clock = std::chrono::steady_clock;
     // Validate everything before training, so bad input leaves no output behind.
-    if (!o.resume.empty()) throw InputError("--resume: the NeRF mode writes no snapshots yet, so it cannot resume");
+    std::unique_ptr<NerfSnapshot> resumed;
+    if (!o.resume.empty()) resumed = std::make_unique<NerfSnapshot>(load_nerf_snapshot(o.resume));
     const Vec3 bg = parse_background(o.background);
     NerfSplitPaths paths = resolve_nerf_paths(o.data);
     if (!o.test.empty()) {
@@ -95,10 +121,22 @@ int run_train_nerf(const TrainOptions& o) {
     const NerfDataset train = load_nerf_dataset(paths.train, {}, &warnings);
     const bool has_test = !paths.test.empty();
     const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, &warnings) : first_frames(train, kTrainEvalViews);
-    json config = load_mode_config("nerf", o.config);
+    if (resumed) check_nerf_resume_fits(*resumed, o.resume, train);
+    const json config = resolve_nerf_config(o, resumed.get());
+    // Resuming keeps the snapshot's batch unless --batch says otherwise (the
+    // same batch continues bit-identically on the CPU).
+    const uint32_t rays = resumed && !o.batch_given ? resumed->rays_per_batch : o.batch_size;
+    const uint64_t seed = resumed ? resumed->seed : o.seed;
     std::unique_ptr<nerf::NerfTraining> trainer_ptr = create_nerf_training(
-        o.backend, train, config, nerf::nerf_settings_from_config(config, train.aabb_scale, o.batch_size, o.seed));
+        o.backend, train, config, nerf::nerf_settings_from_config(config, train.aabb_scale, rays, seed));
     nerf::NerfTraining& trainer = *trainer_ptr;
+    if (resumed) {
+        try {
+            trainer.load_state(resumed->state);
+        } catch (const InputError& e) {
+            throw InputError(o.resume + ": " + e.what());
+        }
+    }
     prepare_output_dir(o.out);
 
     for (const auto& w : warnings) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
@@ -108,16 +146,18 @@ int run_train_nerf(const TrainOptions& o) {
                 train.images.height,
                 has_test ? (std::to_string(test.frames.size()) + " test frames (" + paths.test + ")").c_str()
                          : "no test split (PSNR on the first train views)");
-    std::printf("model     %zu density + %zu colour = %zu params, backend %s, %u rays per batch\n", n_density,
-                n_colour, n_density + n_colour, trainer.backend_name().c_str(), o.batch_size);
+    std::printf("model     %zu density + %zu colour = %zu params, backend %s, %u rays per batch%s\n", n_density,
+                n_colour, n_density + n_colour, trainer.backend_name().c_str(), rays,
+                resumed ? (", resuming at step " + std::to_string(trainer.step_count())).c_str() : "");
     std::fflush(stdout);
 
     install_interrupt_handler();
-    TrainLimits limits{o.steps, o.seconds, o.batch_size};
-    ProgressPrinter progress(limits, 0, o.log_every);
+    TrainLimits limits{o.steps, o.seconds, rays};
+    ProgressPrinter progress(limits, trainer.step_count(), o.log_every);
     json psnr_history = json::array();
     double last_psnr = -1, last_eval_time = 0, samples_total = 0, rays_total = 0;
     TrainOutcome outcome;
+    outcome.last.step = trainer.step_count();
     while (true) {
         if (limits.max_steps && outcome.last.step >= limits.max_steps) { outcome.reason = StopReason::Steps; break; }
         if (limits.max_seconds > 0 && outcome.last.train_seconds >= limits.max_seconds) { outcome.reason = StopReason::Seconds; break; }
@@ -140,6 +180,12 @@ int run_train_nerf(const TrainOptions& o) {
     const double psnr = trainer.psnr_on(test, bg);
     psnr_history.push_back({outcome.last.step, outcome.last.train_seconds, psnr});
     progress.finish(outcome.last, psnr);
+
+    // The default view of `render`: the first test view (else the first train view).
+    const Camera view = nerf_frame_view(has_test ? test : train, 0);
+    const NerfSnapshot snapshot{config, o.data, trainer.backend_name(), rays, seed, nerf_scene_of(train, view, bg),
+                                trainer.save_state()};
+    save_nerf_snapshot((fs::path(o.out) / "snapshot.fusedngp").string(), snapshot);
 
     std::vector<std::string> renders;
     if (has_test) {
@@ -165,14 +211,17 @@ int run_train_nerf(const TrainOptions& o) {
                  {"test", has_test ? json{{"path", paths.test}, {"frames", test.frames.size()}} : json(nullptr)},
                  {"background", {bg.x, bg.y, bg.z}},
                  {"steps", outcome.last.step},
+                 {"steps_this_run", outcome.last.steps_this_run},
+                 {"resumed_from", resumed ? json(o.resume) : json(nullptr)},
                  {"seconds", secs},
                  {"steps_per_second", secs > 0 ? n / secs : 0.0},
                  {"loss", outcome.last.loss},
                  {"stop_reason", stop_reason_name(outcome.reason)},
                  {"rays_per_step", n ? rays_total / n : 0.0},
+                 {"rays_per_batch", rays},
                  {"samples_per_step", n ? samples_total / n : 0.0},
                  {"samples_per_step_method", "mean over the steps of this run"},
-                 {"seed", o.seed},
+                 {"seed", seed},
                  {"params", {{"density", n_density}, {"colour", n_colour}, {"total", n_density + n_colour}}},
                  {"psnr_history", psnr_history},
                  {"renders", renders},
@@ -185,7 +234,7 @@ int run_train_nerf(const TrainOptions& o) {
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 
     if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
-    std::printf("%llu steps in %.1f s, %s PSNR %.2f dB -> %s/{%s, summary.json} (no snapshot yet)\n",
+    std::printf("%llu steps in %.1f s, %s PSNR %.2f dB -> %s/{snapshot.fusedngp, %s, summary.json}\n",
                 (unsigned long long)outcome.last.step, secs, has_test ? "test" : "train-view", psnr, o.out.c_str(),
                 has_test ? "test_*.png" : "render.png");
     return 0;

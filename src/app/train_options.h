@@ -3,6 +3,7 @@
 
 #include "backends/training_data.h"
 #include "core/json_fields.h"
+#include "geometry/vec3.h"
 #include "persist/snapshot.h"
 
 #include <cstdint>
@@ -46,9 +47,12 @@ double json_number_or_null(double v);
 // mode adds its data's and its quality's.
 json common_summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome);
 
+// NeRF backgrounds: "white", "black" or "R,G,B" (each in [0, 1]); InputError otherwise.
+Vec3 parse_background(const std::string& text);
+
 // The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
 int run_train_sdf(const TrainOptions& o);
-// The NeRF mode's training run (app/train_nerf.cpp, CPU only); `o` is validated.
+// The NeRF mode's training run (app/train_nerf.cpp); `o` is validated.
 int run_train_nerf(const TrainOptions& o);
 
 } // namespace fusedngp

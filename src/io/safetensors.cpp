@@ -18,7 +18,14 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // same limit as the reference implementation
 constexpr const char* kMetadataKey = "__metadata__";
 
-size_t dtype_size(TensorDtype dtype) { return dtype == TensorDtype::F32 ? 4 : 2; }
+size_t dtype_size(TensorDtype dtype) {
+    switch (dtype) {
+    case TensorDtype::F32: return 4;
+    case TensorDtype::F16: return 2;
+    case TensorDtype::U8: return 1;
+    }
+    return 4;
+}
 
 void put_le(std::vector<uint8_t>& out, uint64_t value, int n_bytes) {
     for (int i = 0; i < n_bytes; ++i) out.push_back((uint8_t)(value >> (8 * i)));
@@ -50,6 +57,11 @@ void check_tensors_to_write(const std::vector<SafetensorsTensor>& tensors) {
         if (!checked_product(t.shape, count) || count != t.values.size()) {
             throw std::invalid_argument("safetensors: tensor " + t.name + " has " + std::to_string(t.values.size()) +
                                         " values, its shape needs a different count");
+        }
+        if (t.dtype == TensorDtype::U8) {
+            for (float v : t.values)
+                if (!(v >= 0 && v <= 255 && v == (float)(int)v))
+                    throw std::invalid_argument("safetensors: U8 tensor " + t.name + " holds a value outside 0..255 integers");
         }
     }
 }
@@ -89,8 +101,10 @@ public:
             e.dtype = TensorDtype::F32;
         } else if (dtype_name == "F16") {
             e.dtype = TensorDtype::F16;
+        } else if (dtype_name == "U8") {
+            e.dtype = TensorDtype::U8;
         } else {
-            fail(where + " has unsupported dtype \"" + dtype_name + "\" (supported: F32, F16)");
+            fail(where + " has unsupported dtype \"" + dtype_name + "\" (supported: F32, F16, U8)");
         }
 
         auto shape = value.find("shape");
@@ -158,15 +172,25 @@ std::vector<float> decode_values(const uint8_t* data, const Entry& e) {
     std::vector<float> values(count);
     const uint8_t* p = data + e.begin;
     for (size_t i = 0; i < count; ++i) {
-        values[i] = e.dtype == TensorDtype::F32 ? bits_float((uint32_t)get_le(p + 4 * i, 4))
-                                                : half_to_float((uint16_t)get_le(p + 2 * i, 2));
+        switch (e.dtype) {
+        case TensorDtype::F32: values[i] = bits_float((uint32_t)get_le(p + 4 * i, 4)); break;
+        case TensorDtype::F16: values[i] = half_to_float((uint16_t)get_le(p + 2 * i, 2)); break;
+        case TensorDtype::U8: values[i] = (float)p[i]; break;
+        }
     }
     return values;
 }
 
 } // namespace
 
-const char* to_string(TensorDtype dtype) { return dtype == TensorDtype::F32 ? "F32" : "F16"; }
+const char* to_string(TensorDtype dtype) {
+    switch (dtype) {
+    case TensorDtype::F32: return "F32";
+    case TensorDtype::F16: return "F16";
+    case TensorDtype::U8: return "U8";
+    }
+    return "F32";
+}
 
 size_t SafetensorsTensor::element_count() const {
     size_t n = 1;
@@ -208,10 +232,10 @@ std::vector<uint8_t> encode_safetensors(const std::vector<SafetensorsTensor>& te
     out.insert(out.end(), text.begin(), text.end());
     for (const auto& t : tensors) {
         for (float v : t.values) {
-            if (t.dtype == TensorDtype::F32) {
-                put_le(out, float_bits(v), 4);
-            } else {
-                put_le(out, float_to_half(v), 2);
+            switch (t.dtype) {
+            case TensorDtype::F32: put_le(out, float_bits(v), 4); break;
+            case TensorDtype::F16: put_le(out, float_to_half(v), 2); break;
+            case TensorDtype::U8: out.push_back((uint8_t)v); break;
             }
         }
     }

@@ -1,6 +1,6 @@
 // Reading and writing the safetensors format (https://github.com/huggingface/safetensors):
 //   8 bytes   little-endian uint64 N = header length
-//   N bytes   UTF-8 JSON object: {"<name>": {"dtype": "F32"|"F16", "shape": [..],
+//   N bytes   UTF-8 JSON object: {"<name>": {"dtype": "F32"|"F16"|"U8", "shape": [..],
 //             "data_offsets": [begin, end]}, ..., "__metadata__": {"key": "value"}}
 //   rest      tensor data, little-endian, offsets relative to the data start
 // See docs/SAFETENSORS.md for the exact rules we write and check.
@@ -14,9 +14,11 @@
 
 namespace fusedngp {
 
-enum class TensorDtype { F32, F16 };
+// U8 holds small integers (0..255, e.g. bitfields); in memory they are floats
+// like every other tensor, and writing a U8 value that is not one throws.
+enum class TensorDtype { F32, F16, U8 };
 
-// "F32" / "F16", as in the header.
+// "F32" / "F16" / "U8", as in the header.
 const char* to_string(TensorDtype dtype);
 
 struct SafetensorsTensor {
@@ -48,7 +50,7 @@ std::vector<uint8_t> encode_safetensors(const std::vector<SafetensorsTensor>& te
 
 // Parses and validates a file image; `source` names it in InputError messages.
 // Rejects: fewer than 8 bytes, header length beyond the file or over 100 MB,
-// header not a JSON object, entries without a valid dtype (F32/F16 only) /
+// header not a JSON object, entries without a valid dtype (F32/F16/U8 only) /
 // shape / data_offsets, byte counts that disagree with shape x dtype, offsets
 // out of range, overlapping or non-contiguous data, bytes after the last tensor,
 // non-string metadata values.

@@ -3,6 +3,7 @@
 #include "backends/cpu_backend.h"
 #include "backends/shape_only_data.h"
 #include "core/errors.h"
+#include "persist/nerf_weights.h"
 #include "persist/snapshot.h"
 
 namespace fusedngp {
@@ -34,7 +35,13 @@ TrainedModel open_snapshot(const SafetensorsContents& contents, const std::strin
 TrainedModel open_trained_model(const std::string& path) {
     // Both kinds are safetensors files; the metadata says which. Read and
     // decode the file once (snapshots are tens of MB).
-    const SafetensorsContents contents = read_safetensors(path);
+    return open_trained_model(read_safetensors(path), path);
+}
+
+TrainedModel open_trained_model(const SafetensorsContents& contents, const std::string& path) {
+    if (is_nerf_model_file(contents)) {
+        throw InputError(path + ": a NeRF model (mode \"nerf\"); this command takes image and SDF models");
+    }
     auto fmt = contents.metadata.find("fusedngp.format");
     if (fmt == contents.metadata.end()) {
         throw InputError(path + ": not a fusedngp snapshot or weight file (no \"fusedngp.format\" metadata)");

@@ -20,5 +20,7 @@ struct TrainedModel {
 
 // Throws InputError naming the file for anything unreadable or inconsistent.
 TrainedModel open_trained_model(const std::string& path);
+// The same from an already decoded file (`path` names it in errors).
+TrainedModel open_trained_model(const SafetensorsContents& contents, const std::string& path);
 
 } // namespace fusedngp

@@ -181,6 +181,10 @@ Camera load_camera_file(const std::string& path, uint32_t default_width, uint32_
     } catch (const json::parse_error& e) {
         throw InputError("camera file '" + path + "': not valid JSON: " + e.what());
     }
+    return camera_from_json(obj, path, default_width, default_height);
+}
+
+Camera camera_from_json(const json& obj, const std::string& path, uint32_t default_width, uint32_t default_height) {
     if (!obj.is_object()) throw InputError("camera file '" + path + "': expected a JSON object, got " + obj.type_name());
     reject_unknown_fields(obj, path);
     Camera camera;

@@ -26,6 +26,10 @@ CameraPose parse_camera_spec(const std::string& spec);
 // Throws InputError naming the file and field.
 Camera load_camera_file(const std::string& path, uint32_t default_width, uint32_t default_height);
 
+// The same for an already parsed object (`path` names where it came from in
+// errors, e.g. "path.json: keyframes[2].camera").
+Camera camera_from_json(const json& obj, const std::string& path, uint32_t default_width, uint32_t default_height);
+
 // The explicit-frame form with fx, fy, cx, cy, width and height: every float
 // is written with enough digits that load_camera_file gives back c exactly.
 json camera_to_json(const Camera& c);
