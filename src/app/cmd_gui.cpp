@@ -47,10 +47,9 @@ int run_gui_command(const GuiCliOptions& o) {
 #ifdef FUSEDNGP_HAVE_GUI
     GuiOptions g;
     g.data = o.data.empty() ? default_image() : o.data;
-    g.backend = o.backend.empty() ? available_backends().front() : o.backend;
+    g.backend = o.backend;  // empty: the best available for the mode
     g.config = o.config;
-    // 2^12 samples per step: a CPU step of ~80 ms on two cores, so the display follows training closely.
-    g.batch_size = o.batch_size ? o.batch_size : (equals_ignore_case(g.backend, "cpu") ? 1u << 12 : 1u << 18);
+    g.batch_size = o.batch_size;  // 0: the mode's default for the backend
     g.seed = o.seed;
     {
         int w = 0, h = 0;
@@ -75,11 +74,14 @@ void add_gui_command(CLI::App& app) {
     auto o = std::make_shared<GuiCliOptions>();
     CLI::App* cmd = app.add_subcommand("gui", "Open the desktop app: train live, change the network while it trains");
     cmd->add_option("data", o->data,
-                    "image (image mode) or mesh .obj .ply .stl .off (SDF mode, a 3-D view) to train on; "
+                    "image (image mode), mesh .obj .ply .stl .off (SDF mode, a 3-D view) or NeRF scene "
+                    "(a folder or transforms .json: NeRF mode, a 3-D view) to train on; "
                     "default: the bundled data/astronaut.png");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: the mode's configs/MODE.json");
-    cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda");
+    cmd->add_option("--batch", o->batch_size,
+                    "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda; "
+                    "NeRF: rays per step, default 1024 on cpu, 4096 on cuda");
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");

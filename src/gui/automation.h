@@ -43,4 +43,7 @@ private:
     AutomationOptions options_;
 };
 
+// The report's last line, for every mode: "final frames=.. steps=.. first_loss=.. loss=.. QUALITY".
+void print_final_line(uint64_t frames_drawn, uint64_t steps, float first_loss, float loss, const std::string& quality);
+
 } // namespace fusedngp

@@ -1,0 +1,245 @@
+#include "gui/nerf_session.h"
+
+#include "backends/backend.h"
+#include "core/errors.h"
+#include "engine/nerf_training_factory.h"
+#include "gui/view_3d.h"
+#include "gui/worker_priority.h"
+#include "nerf/occupancy_view.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+namespace fusedngp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Between two steps the worker renders for this share of the step's time
+// (a third of its time goes to the picture while a pass is pending), at
+// least kMinRenderMs; an urgent pass (the camera moves) gets kUrgentRenderMs.
+constexpr double kRenderShare = 0.5;
+constexpr double kMinRenderMs = 10;
+constexpr double kUrgentRenderMs = 150;
+constexpr double kIdleRenderMs = 50;  // paused: bands only
+constexpr int kFirstBandRows = 4;     // before the cost per pixel is known
+constexpr size_t kMaxLossHistory = 4000;
+
+} // namespace
+
+NerfSession::NerfSession(NerfScene scene, const std::string& backend_name)
+    : scene_(std::make_unique<NerfScene>(std::move(scene))) {
+    // No name: the best available backend whose NeRF trainer can run here.
+    const std::vector<std::string> candidates = backend_name.empty() ? available_backends() : std::vector{backend_name};
+    for (size_t i = 0; i < candidates.size() && !trainer_; ++i) {
+        try {
+            trainer_ = create_nerf_training(candidates[i], scene_->train, scene_->config, scene_->settings);
+        } catch (const InputError&) {
+            if (i + 1 == candidates.size()) throw;
+        }
+    }
+    backend_name_ = trainer_->backend_name();
+    n_params_ = trainer_->density_model().n_params() + trainer_->colour_model().n_params();
+    learning_rate_ = trainer_->learning_rate();
+    rays_ = scene_->settings.rays_per_batch;
+}
+
+NerfSession::~NerfSession() { stop_worker(); }
+
+void NerfSession::start_worker() {
+    if (worker_.joinable()) return;
+    stop_ = false;
+    worker_ = std::thread([this] { worker_loop(); });
+}
+
+void NerfSession::stop_worker() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    wake();
+    steps_done_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+bool NerfSession::want_step() const { return (running && !lockstep_) || requested_steps_ > 0; }
+
+void NerfSession::worker_loop() {
+    lower_this_thread_priority();
+    while (true) {
+        bool urgent = false;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            worker_wake_.wait(lock, [&] { return stop_ || want_step() || pending_row_ >= 0; });
+            if (stop_) return;
+            urgent = pending_row_ >= 0 && pending_.urgent;
+        }
+        try {
+            if (urgent) render_bands(kUrgentRenderMs);
+            if (want_step()) {
+                const auto start = Clock::now();
+                run_step();
+                render_bands(std::max(kMinRenderMs, kRenderShare * ms_since(start)));
+            } else {
+                render_bands(kIdleRenderMs);
+            }
+        } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            worker_error_ = std::string("NeRF worker: ") + e.what();
+            running = false;
+            requested_steps_ = 0;
+            pending_row_ = -1;
+            steps_done_.notify_all();
+        }
+    }
+}
+
+void NerfSession::run_step() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (lr_pending_) trainer_->set_learning_rate(learning_rate_);
+        lr_pending_ = false;
+    }
+    const auto start = Clock::now();
+    const float loss = trainer_->step();
+    trainer_->synchronize();
+    const double ms = ms_since(start);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        results_.push_back({loss, ms, trainer_->last_ray_count(), trainer_->last_sample_count()});
+        worker_train_seconds_ += ms * 1e-3;
+        if (requested_steps_ > 0) --requested_steps_;
+    }
+    steps_done_.notify_all();
+    if (worker_train_seconds_ - last_psnr_seconds_ >= kPsnrEverySeconds) measure_psnr_on_worker();
+}
+
+// Not training time: the clock of the PSNR schedule and the steps/s stop meanwhile.
+void NerfSession::measure_psnr_on_worker() {
+    const double psnr = trainer_->psnr_on(scene_->eval, background());
+    const float occupied = trainer_->occupancy_grid().fraction_occupied();
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_psnr_seconds_ = worker_train_seconds_;
+    new_psnr_.push_back({trainer_->step_count(), worker_train_seconds_, psnr});
+    new_occupancy_ = occupied;
+}
+
+void NerfSession::render_bands(double budget_ms) {
+    const auto start = Clock::now();
+    do {
+        NerfRenderRequest request;
+        int y0 = 0;
+        Vec3 bg;
+        double ms_per_pixel = 0;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (pending_row_ < 0) return;
+            request = pending_;
+            y0 = pending_row_;
+            bg = background_;
+            ms_per_pixel = band_ms_per_pixel_;
+        }
+        const int width = (int)request.camera.intrinsics.width, height = (int)request.camera.intrinsics.height;
+        const double left_ms = std::max(1.0, budget_ms - ms_since(start));
+        const int wanted = ms_per_pixel > 0 ? (int)(left_ms / (ms_per_pixel * width)) : kFirstBandRows;
+        const int rows = std::clamp(wanted, 1, height - y0);
+        const Camera band = band_camera(request.camera, y0, rows);
+        const auto band_start = Clock::now();
+        NerfBand done{request.pass, y0, {}, 0};
+        if (request.mode == NerfRenderMode::Occupancy) {
+            if (y0 == 0) grid_copy_ = trainer_->occupancy_grid();
+            done.pixels = nerf::render_occupancy_view(grid_copy_, band, bg);
+        } else {
+            done.pixels = trainer_->render_view(band, bg);
+        }
+        done.ms = ms_since(band_start);
+        std::lock_guard<std::mutex> lock(mutex_);
+        const double measured = done.ms / ((double)rows * width);
+        band_ms_per_pixel_ = band_ms_per_pixel_ > 0 ? band_ms_per_pixel_ + 0.3 * (measured - band_ms_per_pixel_) : measured;
+        if (pending_.pass != request.pass || pending_row_ != y0) continue;  // replaced meanwhile
+        pending_row_ = y0 + rows < height ? y0 + rows : -1;
+        bands_.push_back(std::move(done));
+    } while (ms_since(start) < budget_ms);
+}
+
+void NerfSession::request_render(const NerfRenderRequest& request) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        // A new mode measures its own cost (occupancy is far cheaper than colour).
+        if (request.mode != pending_.mode) band_ms_per_pixel_ = 0;
+        pending_ = request;
+        pending_row_ = 0;
+    }
+    wake();
+}
+
+std::vector<NerfBand> NerfSession::take_bands() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<NerfBand> out;
+    out.swap(bands_);
+    return out;
+}
+
+void NerfSession::set_background(Vec3 background) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    background_ = background;
+}
+
+Vec3 NerfSession::background() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return background_;
+}
+
+void NerfSession::set_learning_rate(double lr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    learning_rate_ = lr;
+    lr_pending_ = true;
+}
+
+void NerfSession::run_steps(uint32_t n) {
+    requested_steps_ += (int)n;
+    wake();
+    std::unique_lock<std::mutex> lock(mutex_);
+    steps_done_.wait(lock, [&] { return stop_ || requested_steps_ <= 0 || !worker_error_.empty(); });
+}
+
+void NerfSession::poll() {
+    std::vector<StepResult> results;
+    std::vector<NerfPsnrPoint> psnr;
+    float occupied = -1;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        results.swap(results_);
+        psnr.swap(new_psnr_);
+        std::swap(occupied, new_occupancy_);
+    }
+    for (const StepResult& r : results) {
+        ++steps_;
+        last_loss_ = r.loss;
+        if (std::isnan(first_loss_)) first_loss_ = r.loss;
+        if (loss_history_.size() >= kMaxLossHistory)
+            loss_history_.erase(loss_history_.begin(), loss_history_.begin() + kMaxLossHistory / 2);
+        loss_history_.push_back(r.loss);
+        step_ms_ = step_ms_ > 0 ? step_ms_ + 0.1 * (r.ms - step_ms_) : r.ms;
+        train_seconds_ += r.ms * 1e-3;
+        rays_ = r.rays;
+        samples_ = r.samples;
+    }
+    psnr_history_.insert(psnr_history_.end(), psnr.begin(), psnr.end());
+    if (occupied >= 0) occupancy_fraction_ = occupied;
+}
+
+std::string NerfSession::take_worker_error() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string error;
+    error.swap(worker_error_);
+    return error;
+}
+
+double NerfSession::measure_psnr() { return trainer_->psnr_on(scene_->eval, background()); }
+
+} // namespace fusedngp
