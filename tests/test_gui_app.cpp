@@ -214,8 +214,9 @@ TEST(GuiApp, UnreadableMeshExitsTwoBeforeAWindow) {
 
 // NeRF mode: a folder with transforms_*.json opens the NeRF view. The CPU
 // backend trains the generated test scene (8 views of 24x24, a small model)
-// for a few seconds while the worker renders the view between steps; the
-// final frame shows the field: the view area is not uniform.
+// in lockstep (one step per frame, 30 frames) while the worker renders the
+// view between steps; the final frame shows the field: the view area is not
+// uniform.
 TEST(GuiApp, NerfModeDrawsTheFieldUnderXvfb) {
 #ifndef FUSEDNGP_HAVE_GUI
     GTEST_SKIP() << "built without the desktop app (FUSEDNGP_GUI=OFF)";
@@ -236,17 +237,18 @@ TEST(GuiApp, NerfModeDrawsTheFieldUnderXvfb) {
                         "n_neurons": 32, "n_hidden_layers": 1},
         "sampling": {"cone_angle": 0.0078125, "max_samples_per_ray": 128, "occupancy_warmup_steps": 0}})");
     std::string cmd = "xvfb-run -a -s \"-screen 0 1024x640x24\" " + std::string(FUSEDNGP_BINARY) + " gui " + scene +
-                      " --backend cpu --config " + config + " --batch 256 --size 1024x640 --frames 90 --screenshot " +
-                      shot + " --set optimizer.learning_rate=0.005@45 >" + out + " 2>" + err + " </dev/null";
+                      " --backend cpu --config " + config + " --batch 256 --size 1024x640 --frames 30 --steps-per-frame 1 " +
+                      "--screenshot " + shot + " --set optimizer.learning_rate=0.005@15 >" + out + " 2>" + err + " </dev/null";
     int status = std::system(cmd.c_str());
     std::string text = read_text(out);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text << read_text(err);
     EXPECT_NE(text.find("(nerf mode)"), std::string::npos) << text;
-    ASSERT_EQ(lines_starting(text, "change frame=45 key=optimizer.learning_rate").size(), 1u) << text;
+    ASSERT_EQ(lines_starting(text, "change frame=15 key=optimizer.learning_rate").size(), 1u) << text;
     auto finals = lines_starting(text, "final ");
     ASSERT_EQ(finals.size(), 1u) << text;
     auto final_line = fields(finals[0]);
-    EXPECT_GT(std::stoll(final_line["steps"]), 10) << text;
+    EXPECT_EQ(final_line["steps"], "30") << text;  // lockstep: one step per frame
+    EXPECT_LT(std::stod(final_line["loss"]), std::stod(final_line["first_loss"])) << text;
     ASSERT_TRUE(final_line.count("psnr")) << text;
     EXPECT_GT(std::stod(final_line["psnr"]), 8.0) << text;
 

@@ -31,7 +31,11 @@ void training_controls(NerfSession& session) {
 }
 
 void training_readouts(const NerfSession& session) {
-    ImGui::Text("step %llu  loss %.5f", (unsigned long long)session.step(), session.last_loss());
+    if (session.step() == 0) {
+        ImGui::Text("step 0: the first step is running");
+    } else {
+        ImGui::Text("step %llu  loss %.5f", (unsigned long long)session.step(), session.last_loss());
+    }
     ImGui::Text("%.1f steps/s  %u rays, %zu samples per step", session.steps_per_second(), session.rays_per_step(),
                 session.samples_per_step());
     ImGui::Text("%zu params, %.1f s of training", session.n_params(), session.train_seconds());
@@ -76,8 +80,12 @@ void render_controls(NerfView& view) {
     float bg[3] = {view.background.x, view.background.y, view.background.z};
     if (ImGui::ColorEdit3("background", bg)) view.background = {bg[0], bg[1], bg[2]};
     const RenderSize size = view.render_size();
-    ImGui::TextDisabled("CPU render %d x %d, refinement %d, last pass %.0f ms, %.1f us/pixel", size.width,
-                        size.height, view.refinement(), view.last_pass_ms(), 1e3 * view.resolution().ms_per_pixel());
+    ImGui::TextDisabled("render %dx%d, level %d, pass %.0f ms, %.0f us/px", size.width, size.height,
+                        view.refinement(), view.last_pass_ms(), 1e3 * view.resolution().ms_per_pixel());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Rendered by the training thread between steps, a band of rows at a time, and shown\n"
+                          "upscaled once complete: small while the camera moves, larger each pass while it\n"
+                          "rests (level 0..3), then again at that size as training goes on.");
 }
 
 void camera_controls(NerfView& view) {

@@ -21,10 +21,15 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 // Between two steps the worker renders for this share of the step's time
 // (a third of its time goes to the picture while a pass is pending), at
-// least kMinRenderMs; an urgent pass (the camera moves) gets kUrgentRenderMs.
+// least kMinRenderMs. An urgent pass (the camera moved, or nothing is shown
+// yet) gets as long as a step takes, at least kUrgentRenderMs: the picture
+// follows the camera at half the training speed at worst.
 constexpr double kRenderShare = 0.5;
 constexpr double kMinRenderMs = 10;
 constexpr double kUrgentRenderMs = 150;
+// The PSNR evaluation takes at most this share of the training time (early
+// on, an untrained field costs the CPU ~1000 samples a ray).
+constexpr double kMaxPsnrShare = 0.2;
 constexpr double kIdleRenderMs = 50;  // paused: bands only
 constexpr int kFirstBandRows = 4;     // before the cost per pixel is known
 constexpr size_t kMaxLossHistory = 4000;
@@ -79,11 +84,10 @@ void NerfSession::worker_loop() {
             urgent = pending_row_ >= 0 && pending_.urgent;
         }
         try {
-            if (urgent) render_bands(kUrgentRenderMs);
+            if (urgent) render_bands(std::max(kUrgentRenderMs, last_step_ms_));
             if (want_step()) {
-                const auto start = Clock::now();
                 run_step();
-                render_bands(std::max(kMinRenderMs, kRenderShare * ms_since(start)));
+                render_bands(std::max(kMinRenderMs, kRenderShare * last_step_ms_));
             } else {
                 render_bands(kIdleRenderMs);
             }
@@ -108,6 +112,7 @@ void NerfSession::run_step() {
     const float loss = trainer_->step();
     trainer_->synchronize();
     const double ms = ms_since(start);
+    last_step_ms_ = ms;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         results_.push_back({loss, ms, trainer_->last_ray_count(), trainer_->last_sample_count()});
@@ -115,12 +120,15 @@ void NerfSession::run_step() {
         if (requested_steps_ > 0) --requested_steps_;
     }
     steps_done_.notify_all();
-    if (worker_train_seconds_ - last_psnr_seconds_ >= kPsnrEverySeconds) measure_psnr_on_worker();
+    const double every = std::max(kPsnrEverySeconds, psnr_seconds_ / kMaxPsnrShare);
+    if (worker_train_seconds_ - last_psnr_seconds_ >= every) measure_psnr_on_worker();
 }
 
 // Not training time: the clock of the PSNR schedule and the steps/s stop meanwhile.
 void NerfSession::measure_psnr_on_worker() {
+    const auto start = Clock::now();
     const double psnr = trainer_->psnr_on(scene_->eval, background());
+    psnr_seconds_ = ms_since(start) * 1e-3;
     const float occupied = trainer_->occupancy_grid().fraction_occupied();
     std::lock_guard<std::mutex> lock(mutex_);
     last_psnr_seconds_ = worker_train_seconds_;

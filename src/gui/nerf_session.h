@@ -97,7 +97,8 @@ public:
     size_t samples_per_step() const { return samples_; }
     float occupancy_fraction() const { return occupancy_fraction_; }
 
-    // The PSNR on the eval views every this many seconds of training.
+    // The PSNR on the eval views every this many seconds of training (or
+    // less often, so that it takes at most a fifth of the training time).
     static constexpr double kPsnrEverySeconds = 3.0;
 
 private:
@@ -150,6 +151,7 @@ private:
     std::vector<NerfPsnrPoint> new_psnr_;
     float new_occupancy_ = -1;
     double worker_train_seconds_ = 0, last_psnr_seconds_ = 0;
+    double last_step_ms_ = 0, psnr_seconds_ = 0;  // worker only
     std::string worker_error_;
 };
 
