@@ -1,19 +1,19 @@
 // The NeRF mode's side panel: training (start/pause/step, learning rate),
 // its readouts (steps, loss, steps/s, rays and samples per step, test PSNR
-// plotted live) and the 3-D view (render mode, background, camera, training
-// views, screenshot).
+// plotted live, occupied share of the grid) and the 3-D view (render mode,
+// background, camera, training views, screenshot).
 #include "gui/nerf_panel.h"
 
 #include "gui/nerf_session.h"
 #include "gui/nerf_view.h"
 #include "gui/panels.h"
+#include "gui/view_3d.h"
 #include "gui/ui_state.h"
 
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
 #include <cfloat>
-#include <cmath>
 #include <vector>
 
 namespace fusedngp {
@@ -39,13 +39,7 @@ void training_readouts(const NerfSession& session) {
     ImGui::Text("%.1f steps/s  %u rays, %zu samples per step", session.steps_per_second(), session.rays_per_step(),
                 session.samples_per_step());
     ImGui::Text("%zu params, %.1f s of training", session.n_params(), session.train_seconds());
-    const auto& loss = session.loss_history();
-    if (!loss.empty()) {
-        std::vector<float> log_loss(loss.size());
-        for (size_t i = 0; i < loss.size(); ++i) log_loss[i] = std::log10(std::max(loss[i], 1e-12f));
-        ImGui::PlotLines("##loss", log_loss.data(), (int)log_loss.size(), 0, "log10 loss", FLT_MAX, FLT_MAX,
-                         ImVec2(ImGui::GetContentRegionAvail().x, 50));
-    }
+    plot_log_loss(session.loss_history(), 50);
 }
 
 void psnr_readout(const NerfSession& session) {
@@ -75,7 +69,9 @@ void render_controls(NerfView& view) {
     int mode = (int)view.mode;
     ImGui::RadioButton("colour (1)", &mode, (int)NerfRenderMode::Colour);
     ImGui::SameLine();
-    ImGui::RadioButton("occupancy (2)", &mode, (int)NerfRenderMode::Occupancy);
+    ImGui::RadioButton("depth (2)", &mode, (int)NerfRenderMode::Depth);
+    ImGui::SameLine();
+    ImGui::RadioButton("occupancy (3)", &mode, (int)NerfRenderMode::Occupancy);
     view.mode = (NerfRenderMode)mode;
     float bg[3] = {view.background.x, view.background.y, view.background.z};
     if (ImGui::ColorEdit3("background", bg)) view.background = {bg[0], bg[1], bg[2]};
@@ -90,9 +86,7 @@ void render_controls(NerfView& view) {
 
 void camera_controls(NerfView& view) {
     CameraController& c = view.camera();
-    float fov = c.fov();
-    ImGui::SliderFloat("field of view", &fov, CameraController::kMinFov, CameraController::kMaxFov, "%.0f deg");
-    if (fov != c.fov()) c.set_fov(fov);
+    fov_slider(c);
     if (ImGui::Button("reset camera")) c.reset();
     ImGui::SameLine();
     if (ImGui::Button("< (,)")) view.snap_to_training_view(view.training_view() - 1);

@@ -34,6 +34,24 @@ constexpr double kIdleRenderMs = 50;  // paused: bands only
 constexpr int kFirstBandRows = 4;     // before the cost per pixel is known
 constexpr size_t kMaxLossHistory = 4000;
 
+// Depth as grey, near bright, over the scene's depth range seen from the
+// camera (the unit cube's bounding sphere); rays that hit nothing show `bg`.
+Image shade_depth(const Image& depth, const Camera& camera, Vec3 bg) {
+    const float centre = length(Vec3{0.5f, 0.5f, 0.5f} - camera.pose.position), radius = 0.87f;
+    const float near = std::max(0.f, centre - radius), far = centre + radius;
+    Image rgb;
+    rgb.width = depth.width;
+    rgb.height = depth.height;
+    rgb.channels = 3;
+    rgb.pixels.resize(depth.pixel_count() * 3);
+    for (size_t i = 0; i < depth.pixel_count(); ++i) {
+        const float d = depth.pixels[i];
+        const float v = 1.f - std::clamp((d - near) / (far - near), 0.f, 1.f);
+        for (int c = 0; c < 3; ++c) rgb.pixels[3 * i + c] = d > 0 ? 0.1f + 0.9f * v : bg[c];
+    }
+    return rgb;
+}
+
 } // namespace
 
 NerfSession::NerfSession(NerfScene scene, const std::string& backend_name)
@@ -158,11 +176,14 @@ void NerfSession::render_bands(double budget_ms) {
         const Camera band = band_camera(request.camera, y0, rows);
         const auto band_start = Clock::now();
         NerfBand done{request.pass, y0, {}, 0};
-        if (request.mode == NerfRenderMode::Occupancy) {
-            if (y0 == 0) grid_copy_ = trainer_->occupancy_grid();
-            done.pixels = nerf::render_occupancy_view(grid_copy_, band, bg);
-        } else {
-            done.pixels = trainer_->render_view(band, bg);
+        try {
+            done.pixels = render_band(request.mode, band, bg, y0 == 0);
+        } catch (const std::exception& e) {
+            // A view the backend cannot draw (depth on a trainer without it): say so, keep training.
+            std::lock_guard<std::mutex> lock(mutex_);
+            worker_error_ = std::string("render: ") + e.what();
+            if (pending_.pass == request.pass) pending_row_ = -1;
+            return;
         }
         done.ms = ms_since(band_start);
         std::lock_guard<std::mutex> lock(mutex_);
@@ -172,6 +193,17 @@ void NerfSession::render_bands(double budget_ms) {
         pending_row_ = y0 + rows < height ? y0 + rows : -1;
         bands_.push_back(std::move(done));
     } while (ms_since(start) < budget_ms);
+}
+
+Image NerfSession::render_band(NerfRenderMode mode, const Camera& band, Vec3 bg, bool first_band) {
+    switch (mode) {
+    case NerfRenderMode::Occupancy:
+        if (first_band) grid_copy_ = trainer_->occupancy_grid();
+        return nerf::render_occupancy_view(grid_copy_, band, bg);
+    case NerfRenderMode::Depth: return shade_depth(trainer_->render_depth(band), band, bg);
+    case NerfRenderMode::Colour: break;
+    }
+    return trainer_->render_view(band, bg);
 }
 
 void NerfSession::request_render(const NerfRenderRequest& request) {

@@ -24,7 +24,7 @@
 
 namespace fusedngp {
 
-enum class NerfRenderMode { Colour, Occupancy };
+enum class NerfRenderMode { Colour, Depth, Occupancy };
 
 // One pass of the view: the worker renders it top to bottom in bands.
 struct NerfRenderRequest {
@@ -114,6 +114,7 @@ private:
     bool want_step() const;
     void run_step();
     void render_bands(double budget_ms);  // worker: bands of the pending pass for about budget_ms
+    Image render_band(NerfRenderMode mode, const Camera& band, Vec3 bg, bool first_band);
     void measure_psnr_on_worker();
 
     std::unique_ptr<NerfScene> scene_;  // the trainer keeps a reference to scene_->train

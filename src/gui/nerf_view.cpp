@@ -36,7 +36,8 @@ void NerfView::handle_input(const ViewRect& area, float dt_seconds) {
     const ImGuiIO& io = ImGui::GetIO();
     if (!io.WantCaptureKeyboard && !io.WantTextInput && !io.KeyCtrl) {
         if (ImGui::IsKeyPressed(GLFW_KEY_1, false)) mode = NerfRenderMode::Colour;
-        if (ImGui::IsKeyPressed(GLFW_KEY_2, false)) mode = NerfRenderMode::Occupancy;
+        if (ImGui::IsKeyPressed(GLFW_KEY_2, false)) mode = NerfRenderMode::Depth;
+        if (ImGui::IsKeyPressed(GLFW_KEY_3, false)) mode = NerfRenderMode::Occupancy;
         if (ImGui::IsKeyPressed(GLFW_KEY_COMMA)) snap_to_training_view(training_view_ - 1);
         if (ImGui::IsKeyPressed(GLFW_KEY_PERIOD)) snap_to_training_view(training_view_ + 1);
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace fusedngp {
 
@@ -16,6 +17,8 @@ enum class FileAction;
 void draw_control_panel(TrainingSession& session, UiState& ui, uint64_t frame);
 // Throughput, loss plot, PSNR, parameter counts, memory, last change.
 void draw_info_panel(TrainingSession& session, const UiState& ui, double psnr);
+// The loss history on a log scale, the panel's width (info_panel.cpp).
+void plot_log_loss(const std::vector<float>& loss, float height);
 // View mode, zoom, render resolution.
 void draw_view_panel(ImageView& view, UiState& ui);
 // The 3-D view (SDF mode): render mode, camera, IoU plot, mesh extraction.

@@ -50,6 +50,12 @@ void handle_camera_input(CameraController& camera, const Box3& fit_box, const Vi
     if (io.MouseWheel != 0) camera.zoom(io.MouseWheel);
 }
 
+void fov_slider(CameraController& camera) {
+    float fov = camera.fov();
+    ImGui::SliderFloat("field of view", &fov, CameraController::kMinFov, CameraController::kMaxFov, "%.0f deg");
+    if (fov != camera.fov()) camera.set_fov(fov);
+}
+
 Camera band_camera(const Camera& full, int y0, int rows) {
     Camera band = full;
     band.intrinsics.height = (uint32_t)rows;

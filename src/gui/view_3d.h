@@ -19,6 +19,9 @@ namespace fusedngp {
 // faster), [ ] field of view, F fit `fit_box`, Home reset.
 void handle_camera_input(CameraController& camera, const Box3& fit_box, const ViewRect& area, float dt_seconds);
 
+// The panels' field-of-view slider.
+void fov_slider(CameraController& camera);
+
 // The camera of rows [y0, y0 + rows) of `full`: the same rays, a shifted principal point.
 Camera band_camera(const Camera& full, int y0, int rows);
 
