@@ -3,6 +3,7 @@
 // arguments when built with the GUI and a display is available.
 #include "app/commands.h"
 
+#include "app/train_options.h"
 #include "backends/backend.h"
 #include "config/config_override.h"
 #include "core/errors.h"
@@ -33,6 +34,7 @@ struct GuiCliOptions {
     double max_fps = 60;
     uint32_t batch_size = 0;  // 0: chosen for the backend
     uint64_t seed = 1337;
+    std::string background;  // NeRF: the view's starting background; empty: the app's colour
 };
 
 #ifdef FUSEDNGP_HAVE_GUI
@@ -61,6 +63,7 @@ int run_gui_command(const GuiCliOptions& o) {
     }
     if (!(o.max_fps >= 0)) throw InputError("--max-fps must be >= 0 (0: uncapped)");
     g.max_fps = o.max_fps;
+    if (!o.background.empty()) g.background = parse_background(o.background);
     g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes), o.steps_per_frame};
     return run_gui(g);
 #else
@@ -83,6 +86,8 @@ void add_gui_command(CLI::App& app) {
                     "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda; "
                     "NeRF: rays per step, default 1024 on cpu, 4096 on cuda");
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+    cmd->add_option("--background", o->background,
+                    "NeRF: the view's starting background, white, black or R,G,B (changeable in the app)");
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");
     cmd->add_option("--size", o->size, "initial window size, WIDTHxHEIGHT")->capture_default_str();

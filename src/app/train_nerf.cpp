@@ -28,20 +28,6 @@ namespace {
 constexpr size_t kMaxTestRenders = 8;
 constexpr size_t kTrainEvalViews = 4;  // train-view PSNR when there is no test split
 
-// "white", "black" or "R,G,B" (each in [0, 1]).
-Vec3 parse_background(const std::string& s) {
-    if (s == "white") return {1, 1, 1};
-    if (s == "black") return {0, 0, 0};
-    std::stringstream in(s);
-    float c[3];
-    char comma1 = 0, comma2 = 0;
-    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
-        bool ok = true;
-        for (float v : c) ok = ok && v >= 0 && v <= 1;
-        if (ok) return {c[0], c[1], c[2]};
-    }
-    throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
-}
 
 // The first few frames of a dataset, to measure train-view PSNR.
 NerfDataset first_frames(const NerfDataset& data, size_t n) {
@@ -59,6 +45,20 @@ void save_view(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg, const
 }
 
 } // namespace
+
+Vec3 parse_background(const std::string& s) {
+    if (s == "white") return {1, 1, 1};
+    if (s == "black") return {0, 0, 0};
+    std::stringstream in(s);
+    float c[3];
+    char comma1 = 0, comma2 = 0;
+    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
+        bool ok = true;
+        for (float v : c) ok = ok && v >= 0 && v <= 1;
+        if (ok) return {c[0], c[1], c[2]};
+    }
+    throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
+}
 
 int run_train_nerf(const TrainOptions& o) {
     namespace fs = std::filesystem;

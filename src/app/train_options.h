@@ -3,6 +3,7 @@
 
 #include "backends/training_data.h"
 #include "core/json_fields.h"
+#include "geometry/vec3.h"
 #include "persist/snapshot.h"
 
 #include <cstdint>
@@ -48,6 +49,9 @@ json common_summary_json(const TrainOptions& o, const std::string& mode, Backend
 
 // The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
 int run_train_sdf(const TrainOptions& o);
+// NeRF's --background (train, gui): "white", "black" or "R,G,B" (each in
+// [0, 1]); InputError naming --background otherwise (app/train_nerf.cpp).
+Vec3 parse_background(const std::string& s);
 // The NeRF mode's training run (app/train_nerf.cpp, CPU only); `o` is validated.
 int run_train_nerf(const TrainOptions& o);
 

@@ -295,6 +295,7 @@ int run_gui(const GuiOptions& o) {
     // Everything that can be wrong with the input fails before a window opens.
     const std::string mode = infer_mode(o.data);
     if (mode == "nerf") return run_nerf_gui(o);
+    if (o.background) throw InputError("--background: only the NeRF view has one (" + o.data + " is not a NeRF scene)");
     json config = config_with_defaults(load_mode_config(mode, o.config));
     OpenedData opened = open_data(mode, o.data, config);
     validate_scheduled_changes(config, opened.session.data->n_input_dims(), opened.session.data->n_output_dims(),

@@ -5,8 +5,10 @@
 #include "gui/automation.h"
 
 #include "core/json_fields.h"
+#include "geometry/vec3.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ struct GuiOptions {
     std::string config;   // empty: the mode's configs/MODE.json (embedded)
     uint32_t batch_size = 0;  // samples (NeRF: rays) per step; 0: the mode's default for the backend
     uint64_t seed = 1337;
+    std::optional<Vec3> background;  // NeRF: the view's starting background; none: the app's colour
     int window_width = 1600, window_height = 900;  // initial window size (screen pixels)
     double max_fps = 60;                           // frame cap; 0: as fast as the loop goes
     AutomationOptions automation;

@@ -132,6 +132,7 @@ int run_nerf_gui(const GuiOptions& o) {
     std::fflush(stdout);
     ImGuiLayer layer(*window, scale);
     NerfApp app(*window, session, o.automation);
+    if (o.background) app.view.background = *o.background;
     app.ui.view_3d = true;
     app.ui.nerf = true;
     app.ui.vsync = o.automation.frames == 0;
