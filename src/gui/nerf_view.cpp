@@ -133,10 +133,9 @@ void NerfView::draw_training_views(const ViewRect& area) const {
     if (!show_frusta) return;
     const Camera view = camera_.camera((uint32_t)std::max(1.f, area.width), (uint32_t)std::max(1.f, area.height));
     ImDrawList* lines = ImGui::GetBackgroundDrawList();
-    const ImVec2 clip_lo(area.x / ImGui::GetIO().DisplayFramebufferScale.x, area.y / ImGui::GetIO().DisplayFramebufferScale.y);
-    const ImVec2 clip_hi((area.x + area.width) / ImGui::GetIO().DisplayFramebufferScale.x,
-                         (area.y + area.height) / ImGui::GetIO().DisplayFramebufferScale.y);
-    lines->PushClipRect(clip_lo, clip_hi);
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    lines->PushClipRect(ImVec2(area.x / scale.x, area.y / scale.y),
+                        ImVec2((area.x + area.width) / scale.x, (area.y + area.height) / scale.y));
     for (size_t i = 0; i < scene_.train.frames.size(); ++i) {
         const Camera& c = scene_.train.frames[i].camera;
         const CameraIntrinsics& k = c.intrinsics;
