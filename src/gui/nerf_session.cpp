@@ -138,7 +138,15 @@ void NerfSession::run_step() {
         if (requested_steps_ > 0) --requested_steps_;
     }
     steps_done_.notify_all();
-    const double every = std::max(kPsnrEverySeconds, psnr_seconds_ / kMaxPsnrShare);
+    // Before the first evaluation its cost is estimated from the view's bands.
+    double ms_per_pixel = 0;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ms_per_pixel = band_ms_per_pixel_;
+    }
+    const double eval_pixels = (double)scene_->eval.frames.size() * scene_->eval.images.width * scene_->eval.images.height;
+    const double eval_seconds = std::max(psnr_seconds_, 1e-3 * ms_per_pixel * eval_pixels);
+    const double every = std::max(kPsnrEverySeconds, eval_seconds / kMaxPsnrShare);
     if (worker_train_seconds_ - last_psnr_seconds_ >= every) measure_psnr_on_worker();
 }
 
