@@ -131,6 +131,24 @@ TEST(GuiNerfSession, WorkerStepsInLockstepAndRendersRequestedPassesInBands) {
     EXPECT_GT(session.measure_psnr(), 3.0);
 }
 
+// Space pauses and resumes by flipping `running` alone: the worker notices.
+TEST(GuiNerfSession, PausedWorkerResumesWhenRunningIsSet) {
+    NerfSession session(small_scene(32), "cpu");
+    session.running = false;
+    session.start_worker();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    session.poll();
+    EXPECT_EQ(session.step(), 0u);
+    session.running = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (session.step() < 2 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        session.poll();
+    }
+    EXPECT_GE(session.step(), 2u);
+    session.stop_worker();
+}
+
 } // namespace
 } // namespace fusedngp
 

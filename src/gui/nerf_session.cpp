@@ -33,6 +33,7 @@ constexpr double kMaxPsnrShare = 0.2;
 constexpr double kIdleRenderMs = 50;  // paused: bands only
 constexpr int kFirstBandRows = 4;     // before the cost per pixel is known
 constexpr size_t kMaxLossHistory = 4000;
+constexpr auto kIdlePoll = std::chrono::milliseconds(20);
 
 // Depth as grey, near bright, over the scene's depth range seen from the
 // camera (the unit cube's bounding sphere); rays that hit nothing show `bg`.
@@ -97,7 +98,9 @@ void NerfSession::worker_loop() {
         bool urgent = false;
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            worker_wake_.wait(lock, [&] { return stop_ || want_step() || pending_row_ >= 0; });
+            // `running` flips without a notification (the UI's Space): poll for it.
+            if (!worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || want_step() || pending_row_ >= 0; }))
+                continue;
             if (stop_) return;
             urgent = pending_row_ >= 0 && pending_.urgent;
         }
