@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "gui/gui_app.h"
+#include "gui/imgui_layer.h"
 #include "gui/screenshot.h"
 
 #include <glad/gl.h>
@@ -109,6 +110,38 @@ void FrameClock::print_steady_rate() const {
     std::printf("frames    steady %.1f fps over frames %zu..%zu; frame ms p50 %.1f p95 %.1f max %.1f\n",
                 total > 0 ? 1000.0 * (double)n / total : 0.0, kWarmupFrames, kWarmupFrames + n, ms[n / 2],
                 ms[std::min(n - 1, n * 95 / 100)], ms.back());
+}
+
+uint64_t run_frames(GlWindow& window, ImGuiLayer& layer, UiState& ui, FrameClock& clock, float scale,
+                    uint64_t frame_limit, const std::string& screenshot, const ModeFrame& mode) {
+    uint64_t frame = 0;
+    bool vsync = ui.vsync;
+    while (!window.should_close()) {
+        window.poll_events();
+        if (ui.vsync != vsync) window.set_vsync(vsync = ui.vsync);
+        mode.before_ui(frame);
+
+        int fb_w = 0, fb_h = 0;
+        window.framebuffer_size(fb_w, fb_h);
+        layer.begin_frame();
+        const float panel_width = side_panel_width(scale);
+        const ViewRect area = view_area(fb_w, fb_h, panel_width * ImGui::GetIO().DisplayFramebufferScale.x);
+        mode.ui(frame, area, panel_width);
+        draw_status_bar(ui, area, scale);
+
+        clear_frame(fb_w, fb_h);
+        mode.draw(area, fb_w, fb_h);
+        layer.end_frame();
+        save_pending_screenshot(ui, fb_w, fb_h);
+        ++frame;
+        if (frame_limit > 0 && frame >= frame_limit) {
+            if (!screenshot.empty()) save_screenshot(screenshot, fb_w, fb_h);
+            break;
+        }
+        window.swap_buffers();
+        clock.end_frame(ui);
+    }
+    return frame;
 }
 
 } // namespace fusedngp

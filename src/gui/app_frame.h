@@ -8,6 +8,8 @@
 #include "gui/ui_state.h"
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 namespace fusedngp {
 
 struct GuiOptions;
+class ImGuiLayer;
 
 // Throws InputError (with a hint about $DISPLAY) when no window can be opened.
 std::unique_ptr<GlWindow> open_app_window(const GuiOptions& options);
@@ -52,5 +55,23 @@ private:
     Clock::time_point start_, last_frame_;
     std::vector<double> frame_ms_;
 };
+
+// What a mode's loop does in a frame, around what every mode does (the
+// window's events, the ImGui frame, the status line, the clear, screenshots,
+// the swap and the frame cap).
+struct ModeFrame {
+    // After the window's events: scripted changes, training results.
+    std::function<void(uint64_t frame)> before_ui;
+    // Inside the ImGui frame: input, the view's update, the side panel.
+    std::function<void(uint64_t frame, const ViewRect& area, float panel_width)> ui;
+    // The view, under the UI.
+    std::function<void(const ViewRect& area, int fb_width, int fb_height)> draw;
+};
+
+// Frames until the window closes or `frame_limit` frames are drawn (0: no
+// limit). A limited run's final frame stays in the back buffer, unswapped,
+// so `screenshot` (when set) is exactly what was drawn. Returns the frames drawn.
+uint64_t run_frames(GlWindow& window, ImGuiLayer& layer, UiState& ui, FrameClock& clock, float scale,
+                    uint64_t frame_limit, const std::string& screenshot, const ModeFrame& mode);
 
 } // namespace fusedngp

@@ -9,7 +9,6 @@
 #include "gui/imgui_layer.h"
 #include "gui/panels.h"
 #include "gui/prediction_renderer.h"
-#include "gui/screenshot.h"
 #include "gui/sdf_setup.h"
 #include "gui/sdf_view.h"
 #include "gui/training_session.h"
@@ -175,10 +174,8 @@ void draw_view(App& app, const ViewRect& area, int fb_w, int fb_h) {
     }
 }
 
-// Returns the number of frames drawn. The final frame stays in the back
-// buffer, unswapped, so a scripted screenshot reads exactly what was drawn.
+// Returns the number of frames drawn (app_frame.h's run_frames).
 uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale, FrameClock& clock) {
-    uint64_t frame = 0;
 #ifdef _OPENMP
     // The host render runs on this thread alone: a second OpenMP team here
     // would spin against the worker's team for the same two cores.
@@ -186,42 +183,22 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
 #endif
     app.session.set_lockstep(automation.steps_per_frame() > 0);
     app.session.start_worker();
-    bool vsync = app.ui.vsync;
-    while (!app.window.should_close()) {
-        app.window.poll_events();
+    ModeFrame mode;
+    mode.before_ui = [&](uint64_t frame) {
         automation.apply_due(frame, app.session);
         open_dropped(app);
-        if (app.ui.vsync != vsync) app.window.set_vsync(vsync = app.ui.vsync);
-
         if (automation.steps_per_frame() > 0 && app.session.running) app.session.run_steps(automation.steps_per_frame());
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
         if (!app.sdf) update_model_views(app);
-        const double wall_seconds = clock.seconds();
-
-        int fb_w = 0, fb_h = 0;
-        app.window.framebuffer_size(fb_w, fb_h);
-        layer.begin_frame();
-        const float panel_width = side_panel_width(scale);
-        const ViewRect area = view_area(fb_w, fb_h, panel_width * ImGui::GetIO().DisplayFramebufferScale.x);
+    };
+    mode.ui = [&](uint64_t frame, const ViewRect& area, float panel_width) {
         handle_shortcuts(app.session, app.view, app.ui);
-        update_view(app, area, wall_seconds, clock.last_frame_seconds());
+        update_view(app, area, clock.seconds(), clock.last_frame_seconds());
         draw_side_panel(app, frame, panel_width);
-        draw_status_bar(app.ui, area, scale);
-
-        clear_frame(fb_w, fb_h);
-        draw_view(app, area, fb_w, fb_h);
-        layer.end_frame();
-        save_pending_screenshot(app.ui, fb_w, fb_h);
-        ++frame;
-        if (automation.finished(frame)) {
-            if (!automation.screenshot_path().empty()) save_screenshot(automation.screenshot_path(), fb_w, fb_h);
-            break;
-        }
-        app.window.swap_buffers();
-        clock.end_frame(app.ui);
-    }
-    return frame;
+    };
+    mode.draw = [&](const ViewRect& area, int fb_w, int fb_h) { draw_view(app, area, fb_w, fb_h); };
+    return run_frames(app.window, layer, app.ui, clock, scale, automation.frame_limit(), automation.screenshot_path(), mode);
 }
 
 } // namespace

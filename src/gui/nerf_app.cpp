@@ -13,7 +13,6 @@
 #include "gui/nerf_setup.h"
 #include "gui/nerf_view.h"
 #include "gui/panels.h"
-#include "gui/screenshot.h"
 
 #include <imgui.h>
 
@@ -59,55 +58,31 @@ void apply_due_changes(NerfApp& app, uint64_t frame) {
     }
 }
 
-void draw_frame_ui(NerfApp& app, const ViewRect& area, float panel_width, float scale) {
-    app.view.draw_training_views(area);
-    begin_side_panel(panel_width, app.session.backend_name(), app.ui, app.session.running);
-    draw_nerf_panel(app.view, app.session, app.ui);
-    ImGui::End();
-    draw_file_prompt(nullptr, app.ui);
-    draw_help_window(app.ui);
-    draw_status_bar(app.ui, area, scale);
-}
-
-// Returns the number of frames drawn. As in the other modes, the final frame
-// stays in the back buffer, unswapped, so a scripted screenshot reads it.
+// Returns the number of frames drawn (app_frame.h's run_frames).
 uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock& clock) {
     const uint32_t steps_per_frame = app.automation.steps_per_frame;
     app.session.set_lockstep(steps_per_frame > 0);
     app.session.start_worker();
-    bool vsync = app.ui.vsync;
-    uint64_t frame = 0;
-    while (!app.window.should_close()) {
-        app.window.poll_events();
+    ModeFrame mode;
+    mode.before_ui = [&](uint64_t frame) {
         apply_due_changes(app, frame);
-        if (app.ui.vsync != vsync) app.window.set_vsync(vsync = app.ui.vsync);
         if (steps_per_frame > 0 && app.session.running) app.session.run_steps(steps_per_frame);
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
-
-        int fb_w = 0, fb_h = 0;
-        app.window.framebuffer_size(fb_w, fb_h);
-        layer.begin_frame();
-        const float panel_width = side_panel_width(scale);
-        const ViewRect area = view_area(fb_w, fb_h, panel_width * ImGui::GetIO().DisplayFramebufferScale.x);
+    };
+    mode.ui = [&](uint64_t, const ViewRect& area, float panel_width) {
         handle_nerf_shortcuts(app.session, app.ui);
         app.view.handle_input(area, clock.last_frame_seconds());
         app.view.update(app.session, area);
-        draw_frame_ui(app, area, panel_width, scale);
-
-        clear_frame(fb_w, fb_h);
-        app.view.draw(area, fb_w, fb_h);
-        layer.end_frame();
-        save_pending_screenshot(app.ui, fb_w, fb_h);
-        ++frame;
-        if (app.automation.frames > 0 && frame >= app.automation.frames) {
-            if (!app.automation.screenshot.empty()) save_screenshot(app.automation.screenshot, fb_w, fb_h);
-            break;
-        }
-        app.window.swap_buffers();
-        clock.end_frame(app.ui);
-    }
-    return frame;
+        app.view.draw_training_views(area);
+        begin_side_panel(panel_width, app.session.backend_name(), app.ui, app.session.running);
+        draw_nerf_panel(app.view, app.session, app.ui);
+        ImGui::End();
+        draw_file_prompt(nullptr, app.ui);
+        draw_help_window(app.ui);
+    };
+    mode.draw = [&](const ViewRect& area, int fb_w, int fb_h) { app.view.draw(area, fb_w, fb_h); };
+    return run_frames(app.window, layer, app.ui, clock, scale, app.automation.frames, app.automation.screenshot, mode);
 }
 
 } // namespace
