@@ -275,8 +275,8 @@ TEST(GuiApp, NerfModeDrawsTheFieldUnderXvfb) {
     EXPECT_GT(stddev, 0.03) << "the 3-D view is uniform: the NeRF render shows nothing";
 }
 
-// A --set the NeRF view cannot apply, or a missing scene, fails before any
-// window opens with one line (no display needed).
+// A --set the NeRF view cannot apply, a bad --background or a missing scene
+// fails before any window opens with one line (no display needed).
 TEST(GuiApp, NerfBadInputExitsTwoBeforeAWindow) {
 #ifndef FUSEDNGP_HAVE_GUI
     GTEST_SKIP() << "built without the desktop app (FUSEDNGP_GUI=OFF)";
@@ -288,6 +288,14 @@ TEST(GuiApp, NerfBadInputExitsTwoBeforeAWindow) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find("network.n_neurons"), std::string::npos) << r.err;
+    // --background belongs to the NeRF view, and takes train's values.
+    const std::string image = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
+    for (const std::string& args : {image + " --background white", scene + " --background pink"}) {
+        r = run_cli("gui " + args + " --backend cpu --frames 1");
+        EXPECT_EQ(r.exit_code, 2) << args << r.out << r.err;
+        EXPECT_EQ(count_lines(r.err), 1) << r.err;
+        EXPECT_NE(r.err.find("--background"), std::string::npos) << r.err;
+    }
     const std::string missing = (dir / "missing").string() + "/transforms.json";
     r = run_cli("gui " + missing + " --backend cpu --frames 1");
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

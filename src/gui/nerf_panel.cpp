@@ -45,14 +45,15 @@ void training_readouts(const NerfSession& session) {
 void psnr_readout(const NerfSession& session) {
     const auto& h = session.psnr_history();
     if (h.empty()) {
-        ImGui::TextDisabled("test PSNR: first after %.0f s of training", NerfSession::kPsnrEverySeconds);
+        ImGui::TextDisabled("%s PSNR: not measured yet", session.scene().eval_split.c_str());
     } else {
         ImGui::Text("%s PSNR %.2f dB at step %llu", session.scene().eval_split.c_str(), h.back().psnr,
                     (unsigned long long)h.back().step);
     }
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Mean PSNR over %zu %s views at %ux%u, measured on the training thread every %.0f s\n"
-                          "of training (not counted as training time), on the current background.",
+                          "of training, or less often so that it takes at most a fifth of the training time\n"
+                          "(not counted as training time), on the current background.",
                           session.scene().eval.frames.size(), session.scene().eval_split.c_str(),
                           session.scene().eval.images.width, session.scene().eval.images.height,
                           NerfSession::kPsnrEverySeconds);
