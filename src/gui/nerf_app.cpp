@@ -68,7 +68,10 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
         apply_due_changes(app, frame);
         if (steps_per_frame > 0 && app.session.running) app.session.run_steps(steps_per_frame);
         app.session.poll();
-        if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
+        if (std::string error = app.session.take_worker_error(); !error.empty()) {
+            app.ui.error(error);
+            app.view.worker_failed();
+        }
     };
     mode.ui = [&](uint64_t, const ViewRect& area, float panel_width) {
         handle_nerf_shortcuts(app.session, app.ui);

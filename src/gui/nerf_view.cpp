@@ -81,6 +81,8 @@ void NerfView::request_pass(NerfSession& session, bool urgent) {
     session.request_render(request);
     picture_.start_pass(size);
     pass_in_flight_ = true;
+    pass_urgent_ = urgent;
+    stale_ = false;
     pass_ms_ = 0;
     pass_step_ = session.step();
 }
@@ -98,7 +100,10 @@ void NerfView::update(NerfSession& session, const ViewRect& area) {
     if (view_changed(area, background)) {
         session.set_background(background);
         level_ = 0;
-        request_pass(session, /*urgent=*/true);
+        // A drag changes the camera every frame: replacing a small pass each
+        // time would never let one finish. It finishes, then the view follows.
+        stale_ = pass_in_flight_ && pass_urgent_;
+        if (!stale_) request_pass(session, /*urgent=*/true);
         return;
     }
     if (pass_in_flight_) {
@@ -115,6 +120,10 @@ void NerfView::update(NerfSession& session, const ViewRect& area) {
         }
         return;
     }
+    if (stale_) {
+        request_pass(session, /*urgent=*/true);
+        return;
+    }
     const bool larger = (1 << (2 * level_)) < kMaxRestingPasses &&
                         (picture_.shown_size().width < seen_width_ || picture_.shown_size().height < seen_height_);
     if (larger) {
@@ -123,6 +132,12 @@ void NerfView::update(NerfSession& session, const ViewRect& area) {
     } else if (session.step() != pass_step_) {
         request_pass(session, false);  // the same size again: training moved on
     }
+}
+
+void NerfView::worker_failed() {
+    mode = NerfRenderMode::Colour;
+    pass_in_flight_ = false;
+    seen_camera_ = ~0ull;
 }
 
 void NerfView::draw(const ViewRect& area, int framebuffer_width, int framebuffer_height) {

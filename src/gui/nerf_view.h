@@ -27,6 +27,9 @@ public:
     // Picks up finished bands and asks for the next pass.
     void update(NerfSession& session, const ViewRect& area);
     void draw(const ViewRect& area, int framebuffer_width, int framebuffer_height);
+    // The worker reported an error (a pass it could not draw is dropped):
+    // back to the colour mode, with a new pass.
+    void worker_failed();
     // The training views as frusta, projected with the current camera (ImGui's background draw list).
     void draw_training_views(const ViewRect& area) const;
 
@@ -60,7 +63,8 @@ private:
     Vec3 seen_background_{-1, -1, -1};
     int seen_width_ = 0, seen_height_ = 0;
     int level_ = 0;  // refinement of a resting camera: passes of 4^level budgets
-    bool pass_in_flight_ = false;
+    bool pass_in_flight_ = false, pass_urgent_ = false;
+    bool stale_ = false;  // the view changed while a small pass was in flight
     double pass_ms_ = 0, last_pass_ms_ = 0, pass_budget_ms_ = 0;
     int training_view_ = -1;
 };
