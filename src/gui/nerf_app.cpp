@@ -25,7 +25,7 @@ namespace {
 // Rays per step when --batch is not given: a CPU step of ~0.1 s on two cores
 // keeps the picture close to training; the GPU takes instant-ngp's batch.
 constexpr uint32_t kCpuRays = 1024, kGpuRays = 4096;
-const char* kLearningRateKey = "optimizer.learning_rate";
+constexpr const char* kLearningRateKey = "optimizer.learning_rate";
 
 // The NeRF view changes only the learning rate live (the trainer owns its
 // two models; reshaping them is not offered). Throws before a window opens.

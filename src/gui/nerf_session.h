@@ -60,7 +60,8 @@ public:
     void stop_worker();  // waits for the step or band in flight
     // UI thread, once per frame: folds in what the worker finished.
     void poll();
-    // The message of a step that threw on the worker (training is then paused), once.
+    // The message of what threw on the worker, once: a step (training is then
+    // paused) or a pass (dropped; training goes on).
     std::string take_worker_error();
 
     std::atomic<bool> running{true};
