@@ -183,4 +183,20 @@ TEST(CameraController, ResetRestoresTheDefaultViewAndFovClamps) {
 }
 
 } // namespace
+// A NeRF training view: the controller looks from its position along its
+// direction (roll-free poses come back exactly) with its field of view.
+TEST(CameraController, LookFromReproducesAnUnrolledPose) {
+    CameraController c;
+    const CameraPose target = orbit_pose(-70.f, 35.f, 1.8f, {0.45f, 0.55f, 0.5f});
+    c.look_from(target, 50.f);
+    const CameraPose p = c.pose();
+    expect_vec_near(p.position, target.position, 1e-4f);
+    expect_vec_near(p.forward, target.forward, 1e-5f);
+    expect_vec_near(p.up, target.up, 1e-5f);
+    EXPECT_FLOAT_EQ(c.fov(), 50.f);
+    // The target lies on the viewing ray, nearest the scene's centre.
+    const Vec3 to_centre = Vec3{0.5f, 0.5f, 0.5f} - c.target();
+    EXPECT_NEAR(dot(to_centre, p.forward), 0.f, 1e-4f);
+}
+
 } // namespace fusedngp

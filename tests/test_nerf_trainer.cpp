@@ -129,6 +129,31 @@ TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
     EXPECT_LT(last, 0.2 * first);
     EXPECT_GT(psnr, 22.0);
     EXPECT_GT(psnr, psnr_before + 10.0);
+
+    // render_depth: where the reference renderer's ray hits a primitive, the
+    // expected termination depth lies near the hit; where it misses, nothing.
+    const Camera& camera = test.frames[0].camera;
+    const Image depth = trainer.render_depth(camera);
+    ASSERT_EQ(depth.channels, 1);
+    ASSERT_EQ(depth.width, (int)camera.intrinsics.width);
+    double hit_error = 0;
+    int hits = 0, misses = 0, empty_misses = 0;
+    for (int y = 0; y < depth.height; ++y) {
+        for (int x = 0; x < depth.width; ++x) {
+            const SceneHit ref = intersect_scene(default_synthetic_scene(), camera_ray(camera, x + 0.5f, y + 0.5f));
+            const float d = depth.at(x, y, 0);
+            if (ref.hit) {
+                hit_error += std::abs(d - ref.t);
+                ++hits;
+            } else {
+                ++misses;
+                empty_misses += d == 0.f;
+            }
+        }
+    }
+    ASSERT_GT(hits, 0);
+    EXPECT_LT(hit_error / hits, 0.05) << "mean |depth - hit distance| over " << hits << " pixels";
+    if (misses > 0) EXPECT_GT((double)empty_misses / misses, 0.8);
 }
 
 TEST(NerfTrainer, SameSeedGivesIdenticalStepsAndOtherSeedsDiffer) {

@@ -3,6 +3,7 @@
 // arguments when built with the GUI and a display is available.
 #include "app/commands.h"
 
+#include "app/train_options.h"
 #include "backends/backend.h"
 #include "config/config_override.h"
 #include "core/errors.h"
@@ -33,6 +34,7 @@ struct GuiCliOptions {
     double max_fps = 60;
     uint32_t batch_size = 0;  // 0: chosen for the backend
     uint64_t seed = 1337;
+    std::string background;  // NeRF: the view's starting background; empty: the app's colour
 };
 
 #ifdef FUSEDNGP_HAVE_GUI
@@ -47,10 +49,9 @@ int run_gui_command(const GuiCliOptions& o) {
 #ifdef FUSEDNGP_HAVE_GUI
     GuiOptions g;
     g.data = o.data.empty() ? default_image() : o.data;
-    g.backend = o.backend.empty() ? available_backends().front() : o.backend;
+    g.backend = o.backend;  // empty: the best available for the mode
     g.config = o.config;
-    // 2^12 samples per step: a CPU step of ~80 ms on two cores, so the display follows training closely.
-    g.batch_size = o.batch_size ? o.batch_size : (equals_ignore_case(g.backend, "cpu") ? 1u << 12 : 1u << 18);
+    g.batch_size = o.batch_size;  // 0: the mode's default for the backend
     g.seed = o.seed;
     {
         int w = 0, h = 0;
@@ -62,6 +63,7 @@ int run_gui_command(const GuiCliOptions& o) {
     }
     if (!(o.max_fps >= 0)) throw InputError("--max-fps must be >= 0 (0: uncapped)");
     g.max_fps = o.max_fps;
+    if (!o.background.empty()) g.background = parse_background(o.background);
     g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes), o.steps_per_frame};
     return run_gui(g);
 #else
@@ -75,12 +77,17 @@ void add_gui_command(CLI::App& app) {
     auto o = std::make_shared<GuiCliOptions>();
     CLI::App* cmd = app.add_subcommand("gui", "Open the desktop app: train live, change the network while it trains");
     cmd->add_option("data", o->data,
-                    "image (image mode) or mesh .obj .ply .stl .off (SDF mode, a 3-D view) to train on; "
+                    "image (image mode), mesh .obj .ply .stl .off (SDF mode, a 3-D view) or NeRF scene "
+                    "(a folder or transforms .json: NeRF mode, a 3-D view) to train on; "
                     "default: the bundled data/astronaut.png");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: the mode's configs/MODE.json");
-    cmd->add_option("--batch", o->batch_size, "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda");
+    cmd->add_option("--batch", o->batch_size,
+                    "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda; "
+                    "NeRF: rays per step, default 1024 on cpu, 4096 on cuda");
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+    cmd->add_option("--background", o->background,
+                    "NeRF: the view's starting background, white, black or R,G,B (changeable in the app)");
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");
     cmd->add_option("--size", o->size, "initial window size, WIDTHxHEIGHT")->capture_default_str();

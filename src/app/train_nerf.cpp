@@ -26,20 +26,6 @@
 
 namespace fusedngp {
 
-// "white", "black" or "R,G,B" (each in [0, 1]).
-Vec3 parse_background(const std::string& s) {
-    if (s == "white") return {1, 1, 1};
-    if (s == "black") return {0, 0, 0};
-    std::stringstream in(s);
-    float c[3];
-    char comma1 = 0, comma2 = 0;
-    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
-        bool ok = true;
-        for (float v : c) ok = ok && v >= 0 && v <= 1;
-        if (ok) return {c[0], c[1], c[2]};
-    }
-    throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
-}
 
 namespace {
 
@@ -104,6 +90,20 @@ json resolve_nerf_config(const TrainOptions& o, const NerfSnapshot* resumed) {
 }
 
 } // namespace
+
+Vec3 parse_background(const std::string& s) {
+    if (s == "white") return {1, 1, 1};
+    if (s == "black") return {0, 0, 0};
+    std::stringstream in(s);
+    float c[3];
+    char comma1 = 0, comma2 = 0;
+    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
+        bool ok = true;
+        for (float v : c) ok = ok && v >= 0 && v <= 1;
+        if (ok) return {c[0], c[1], c[2]};
+    }
+    throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
+}
 
 int run_train_nerf(const TrainOptions& o) {
     namespace fs = std::filesystem;

@@ -29,7 +29,7 @@ public:
     // Applies the changes scheduled for `frame`. Throws (ConfigError,
     // InputError) when one is invalid: a scripted run must not go on silently.
     void apply_due(uint64_t frame, TrainingSession& session) const;
-    bool finished(uint64_t frames_drawn) const { return options_.frames > 0 && frames_drawn >= options_.frames; }
+    uint64_t frame_limit() const { return options_.frames; }  // 0: none
     const std::string& screenshot_path() const { return options_.screenshot; }
     uint32_t steps_per_frame() const { return options_.steps_per_frame; }
 
@@ -42,5 +42,8 @@ public:
 private:
     AutomationOptions options_;
 };
+
+// The report's last line, for every mode: "final frames=.. steps=.. first_loss=.. loss=.. QUALITY".
+void print_final_line(uint64_t frames_drawn, uint64_t steps, float first_loss, float loss, const std::string& quality);
 
 } // namespace fusedngp

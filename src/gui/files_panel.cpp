@@ -34,6 +34,16 @@ const Shortcut kShortcuts3d[] = {
     {"[ / ]", "narrower / wider field of view"}, {"F / Home", "fit the mesh / reset the camera"},
 };
 
+// The NeRF mode's keys (it has no snapshots or image files yet).
+const Shortcut kShortcutsNerf[] = {
+    {"Space", "start / pause training"},  {"N", "single step"},
+    {"F12 / P", "screenshot"},             {"F1 / H", "this help"},
+    {"left drag", "orbit"},                {"right / middle drag", "pan"},
+    {"wheel", "zoom"},                     {"W A S D / Q E", "fly (Shift: faster)"},
+    {"1 / 2 / 3", "colour / depth / occupancy grid"}, {", / .", "previous / next training view"},
+    {"[ / ]", "narrower / wider field of view"}, {"F / Home", "fit the scene / reset the camera"},
+};
+
 const char* default_path(FileAction action) {
     switch (action) {
     case FileAction::SaveSnapshot: return "fusedngp.fusedngp";
@@ -64,19 +74,21 @@ void open_prompt(UiState& ui, FileAction action) {
     std::strncpy(ui.prompt_path, default_path(action), sizeof(ui.prompt_path) - 1);
 }
 
-void perform(TrainingSession& session, UiState& ui, FileAction action, const std::string& path) {
+// `session` is null in the NeRF mode, whose panel only offers screenshots.
+void perform(TrainingSession* session, UiState& ui, FileAction action, const std::string& path) {
+    if (!session && action != FileAction::Screenshot) return;
     switch (action) {
     case FileAction::SaveSnapshot:
-        if (run_reporting_errors(ui, "saving " + path, [&] { session.save_snapshot(path); })) ui.info("saved " + path);
+        if (run_reporting_errors(ui, "saving " + path, [&] { session->save_snapshot(path); })) ui.info("saved " + path);
         break;
     case FileAction::LoadSnapshot:
-        if (run_reporting_errors(ui, "loading " + path, [&] { session.load_snapshot(path); })) ui.info("loaded " + path);
+        if (run_reporting_errors(ui, "loading " + path, [&] { session->load_snapshot(path); })) ui.info("loaded " + path);
         break;
     case FileAction::ExportWeights:
-        if (run_reporting_errors(ui, "exporting " + path, [&] { session.export_weights(path); })) ui.info("exported " + path);
+        if (run_reporting_errors(ui, "exporting " + path, [&] { session->export_weights(path); })) ui.info("exported " + path);
         break;
     case FileAction::OpenImage:
-        if (run_reporting_errors(ui, "opening " + path, [&] { session.load_image(path); })) ui.info("opened " + path);
+        if (run_reporting_errors(ui, "opening " + path, [&] { session->load_image(path); })) ui.info("opened " + path);
         break;
     case FileAction::Screenshot:
         // Read back after this frame is drawn, without the prompt on it.
@@ -88,6 +100,8 @@ void perform(TrainingSession& session, UiState& ui, FileAction action, const std
 }
 
 } // namespace
+
+void open_file_prompt(UiState& ui, FileAction action) { open_prompt(ui, action); }
 
 void draw_files_panel(TrainingSession& session, UiState& ui) {
     (void)session;
@@ -108,7 +122,7 @@ void draw_files_panel(TrainingSession& session, UiState& ui) {
     }
 }
 
-void draw_file_prompt(TrainingSession& session, UiState& ui) {
+void draw_file_prompt(TrainingSession* session, UiState& ui) {
     if (ui.prompt == FileAction::None) return;
     if (ui.prompt_just_opened) {
         ImGui::OpenPopup("file");
@@ -150,8 +164,12 @@ void draw_help_window(UiState& ui) {
                     ImGui::TextUnformatted(s->what);
                 }
             };
-            rows(std::begin(kShortcuts), std::end(kShortcuts));
-            if (ui.view_3d) rows(std::begin(kShortcuts3d), std::end(kShortcuts3d));
+            if (ui.nerf) {
+                rows(std::begin(kShortcutsNerf), std::end(kShortcutsNerf));
+            } else {
+                rows(std::begin(kShortcuts), std::end(kShortcuts));
+                if (ui.view_3d) rows(std::begin(kShortcuts3d), std::end(kShortcuts3d));
+            }
             ImGui::EndTable();
         }
     }

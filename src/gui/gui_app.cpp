@@ -2,13 +2,13 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "gui/app_frame.h"
 #include "gui/display_texture.h"
 #include "gui/gl_window.h"
 #include "gui/image_view.h"
 #include "gui/imgui_layer.h"
 #include "gui/panels.h"
 #include "gui/prediction_renderer.h"
-#include "gui/screenshot.h"
 #include "gui/sdf_setup.h"
 #include "gui/sdf_view.h"
 #include "gui/training_session.h"
@@ -16,7 +16,6 @@
 #include "modes/mode.h"
 #include "persist/snapshot.h"
 
-#include <glad/gl.h>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
@@ -25,16 +24,12 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <stdexcept>
-#include <thread>
 
 namespace fusedngp {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // Training runs on the session's worker thread; a frame only renders a slice
 // of the prediction on the host path (the CPU backend): 8 ms of a 33 ms frame
@@ -45,7 +40,6 @@ constexpr double kRenderShare = 0.12;
 // (microseconds), so training seconds barely advance there.
 constexpr double kPsnrEverySeconds = 1.0;
 
-double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
 std::vector<float> rgba_of(const Image& image) {
     std::vector<float> rgba(image.pixel_count() * 4);
@@ -66,7 +60,6 @@ struct App {
     uint64_t seen_generation = ~0ull;
     double psnr = 0, psnr_time = -1e9;
     bool device_render_reported = false;
-    std::vector<double> frame_ms_log;  // every frame's wall time, for the exit report
 
     App(GlWindow& w, TrainingSession& s) : window(w), session(s) {}
 };
@@ -86,11 +79,6 @@ void open_dropped(App& app) {
         }
     }
     app.dropped.clear();
-}
-
-// The image area: the framebuffer minus the side panel.
-ViewRect image_area(int fb_width, int fb_height, float panel_width_fb) {
-    return {0, 0, std::max(1.0f, (float)fb_width - panel_width_fb), (float)fb_height};
 }
 
 void handle_mouse(App& app, const ViewRect& area) {
@@ -121,32 +109,8 @@ void choose_render_resolution(App& app, const ViewRect& area) {
     app.renderer.set_resolution(w, h);
 }
 
-void draw_status_bar(const App& app, const ViewRect& area, float scale) {
-    if (app.ui.message.empty()) return;
-    const ImGuiIO& io = ImGui::GetIO();
-    ImGui::SetNextWindowPos(ImVec2(area.x / io.DisplayFramebufferScale.x + 8 * scale,
-                                   (area.y + area.height) / io.DisplayFramebufferScale.y - 8 * scale),
-                            ImGuiCond_Always, ImVec2(0, 1));
-    ImGui::SetNextWindowBgAlpha(0.75f);
-    ImGui::Begin("##status", nullptr,
-                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoFocusOnAppearing |
-                     ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoInputs);
-    ImVec4 colour = app.ui.message_is_error ? ImVec4(1.0f, 0.45f, 0.4f, 1) : ImVec4(0.7f, 0.9f, 0.7f, 1);
-    ImGui::TextColored(colour, "%s", app.ui.message.c_str());
-    ImGui::End();
-}
-
 void draw_side_panel(App& app, uint64_t frame, float width) {
-    const ImGuiIO& io = ImGui::GetIO();
-    ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - width, 0), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(width, io.DisplaySize.y), ImGuiCond_Always);
-    ImGui::Begin("fusedngp", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                                          ImGuiWindowFlags_NoTitleBar);
-    ImGui::TextColored(ImVec4(0.45f, 0.75f, 1.0f, 1.0f), "fusedngp");
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s  |  %.0f fps  |  %s", app.session.backend_name().c_str(), app.ui.fps,
-                        app.session.running ? "training" : "paused");
-    ImGui::Separator();
+    begin_side_panel(width, app.session.backend_name(), app.ui, app.session.running);
     draw_info_panel(app.session, app.ui, app.psnr);
     if (app.sdf) {
         draw_sdf_panel(*app.sdf, app.session, app.ui);
@@ -156,7 +120,7 @@ void draw_side_panel(App& app, uint64_t frame, float width) {
     draw_control_panel(app.session, app.ui, frame);
     draw_files_panel(app.session, app.ui);
     ImGui::End();
-    draw_file_prompt(app.session, app.ui);
+    draw_file_prompt(&app.session, app.ui);
     draw_help_window(app.ui);
 }
 
@@ -169,14 +133,6 @@ void update_model_views(App& app) {
     app.renderer.restart();
     app.psnr_time = -1e9;
     app.seen_generation = app.session.generation();
-}
-
-void save_pending_screenshot(App& app, int fb_w, int fb_h) {
-    if (app.ui.screenshot_after_frame == FileAction::None) return;
-    const std::string path = app.ui.pending_screenshot_path;
-    app.ui.screenshot_after_frame = FileAction::None;
-    if (run_reporting_errors(app.ui, "screenshot " + path, [&] { save_screenshot(path, fb_w, fb_h); }))
-        app.ui.info("saved " + path);
 }
 
 // CUDA backend: a kernel writes the whole prediction into the PBO (interop);
@@ -218,12 +174,8 @@ void draw_view(App& app, const ViewRect& area, int fb_w, int fb_h) {
     }
 }
 
-// Returns the number of frames drawn. The final frame stays in the back
-// buffer, unswapped, so a scripted screenshot reads exactly what was drawn.
-uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale) {
-    uint64_t frame = 0;
-    const auto app_start = Clock::now();
-    auto last_frame = app_start;
+// Returns the number of frames drawn (app_frame.h's run_frames).
+uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, float scale, FrameClock& clock) {
 #ifdef _OPENMP
     // The host render runs on this thread alone: a second OpenMP team here
     // would spin against the worker's team for the same two cores.
@@ -231,73 +183,22 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
 #endif
     app.session.set_lockstep(automation.steps_per_frame() > 0);
     app.session.start_worker();
-    bool vsync = app.ui.vsync;
-    while (!app.window.should_close()) {
-        app.window.poll_events();
+    ModeFrame mode;
+    mode.before_ui = [&](uint64_t frame) {
         automation.apply_due(frame, app.session);
         open_dropped(app);
-        if (app.ui.vsync != vsync) app.window.set_vsync(vsync = app.ui.vsync);
-
         if (automation.steps_per_frame() > 0 && app.session.running) app.session.run_steps(automation.steps_per_frame());
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
         if (!app.sdf) update_model_views(app);
-        const double wall_seconds = ms_between(app_start, Clock::now()) * 1e-3;
-
-        int fb_w = 0, fb_h = 0;
-        app.window.framebuffer_size(fb_w, fb_h);
-        layer.begin_frame();
-        const ImGuiIO& io = ImGui::GetIO();
-        const float panel_width = std::min(400.0f * scale, io.DisplaySize.x * 0.5f);
-        ViewRect area = image_area(fb_w, fb_h, panel_width * io.DisplayFramebufferScale.x);
+    };
+    mode.ui = [&](uint64_t frame, const ViewRect& area, float panel_width) {
         handle_shortcuts(app.session, app.view, app.ui);
-        update_view(app, area, wall_seconds, (float)(ms_between(last_frame, Clock::now()) * 1e-3));
+        update_view(app, area, clock.seconds(), clock.last_frame_seconds());
         draw_side_panel(app, frame, panel_width);
-        draw_status_bar(app, area, scale);
-
-        glViewport(0, 0, fb_w, fb_h);
-        glClearColor(0.07f, 0.075f, 0.08f, 1.0f);
-        glClear(GL_COLOR_BUFFER_BIT);
-        draw_view(app, area, fb_w, fb_h);
-        layer.end_frame();
-        save_pending_screenshot(app, fb_w, fb_h);
-        ++frame;
-        if (automation.finished(frame)) {
-            if (!automation.screenshot_path().empty()) save_screenshot(automation.screenshot_path(), fb_w, fb_h);
-            break;
-        }
-        app.window.swap_buffers();
-
-        if (app.ui.max_fps > 0) {
-            // Without vsync (scripted runs, Xvfb) a frame cap leaves the rest of the CPU to training.
-            const double min_ms = 1000.0 / app.ui.max_fps, spent = ms_between(last_frame, Clock::now());
-            if (spent < min_ms) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(min_ms - spent));
-        }
-        auto now = Clock::now();
-        const double ms = ms_between(last_frame, now);
-        last_frame = now;
-        app.frame_ms_log.push_back(ms);
-        app.ui.frame_ms = app.ui.frame_ms == 0 ? ms : app.ui.frame_ms + 0.1 * (ms - app.ui.frame_ms);
-        app.ui.fps = app.ui.frame_ms > 0 ? 1000.0 / app.ui.frame_ms : 0;
-    }
-    return frame;
-}
-
-// Start-up (first uploads, CUDA context and kernel loads) is not what the UI
-// feels like while training: the steady rate skips these first frames.
-constexpr size_t kWarmupFrames = 60;
-
-// "frames    steady 61.3 fps over frames 60..600; frame ms p50 15.9 p95 17.2 max 40.1"
-void print_frame_times(std::vector<double> ms) {
-    if (ms.size() <= kWarmupFrames) return;
-    ms.erase(ms.begin(), ms.begin() + kWarmupFrames);
-    double total = 0;
-    for (double m : ms) total += m;
-    const size_t n = ms.size();
-    std::sort(ms.begin(), ms.end());
-    std::printf("frames    steady %.1f fps over frames %zu..%zu; frame ms p50 %.1f p95 %.1f max %.1f\n",
-                total > 0 ? 1000.0 * (double)n / total : 0.0, kWarmupFrames, kWarmupFrames + n, ms[n / 2],
-                ms[std::min(n - 1, n * 95 / 100)], ms.back());
+    };
+    mode.draw = [&](const ViewRect& area, int fb_w, int fb_h) { draw_view(app, area, fb_w, fb_h); };
+    return run_frames(app.window, layer, app.ui, clock, scale, automation.frame_limit(), automation.screenshot_path(), mode);
 }
 
 } // namespace
@@ -349,7 +250,7 @@ OpenedData open_data(const std::string& mode, const std::string& path, const jso
         out.description = image.describe();
         out.session = image_session_data(std::move(image));
     } else {
-        throw InputError(path + ": the desktop app trains images and meshes (SDF), not mode " + mode);
+        throw InputError(path + ": the desktop app trains images, meshes (SDF) and NeRF scenes, not mode " + mode);
     }
     return out;
 }
@@ -370,20 +271,18 @@ std::string final_quality(App& app) {
 int run_gui(const GuiOptions& o) {
     // Everything that can be wrong with the input fails before a window opens.
     const std::string mode = infer_mode(o.data);
+    if (mode == "nerf") return run_nerf_gui(o);
+    if (o.background) throw InputError("--background: only the NeRF view has one (" + o.data + " is not a NeRF scene)");
     json config = config_with_defaults(load_mode_config(mode, o.config));
     OpenedData opened = open_data(mode, o.data, config);
     validate_scheduled_changes(config, opened.session.data->n_input_dims(), opened.session.data->n_output_dims(),
                                o.automation.changes);
-    if (o.batch_size == 0) throw ConfigError("batch", "must be a positive integer");
     const std::string backend = o.backend.empty() ? available_backends().front() : o.backend;
-    TrainingSession session(std::move(opened.session), config, backend, o.batch_size, o.seed);
+    // 2^12 samples per step: a CPU step of ~80 ms on two cores, so the display follows training closely.
+    const uint32_t batch = o.batch_size ? o.batch_size : (equals_ignore_case(backend, "cpu") ? 1u << 12 : 1u << 18);
+    TrainingSession session(std::move(opened.session), config, backend, batch, o.seed);
 
-    std::unique_ptr<GlWindow> window;
-    try {
-        window = std::make_unique<GlWindow>("fusedngp", o.window_width, o.window_height, /*vsync=*/o.automation.frames == 0);
-    } catch (const std::runtime_error& e) {
-        throw InputError(std::string(e.what()) + " (is $DISPLAY set? use `fusedngp train` for headless runs)");
-    }
+    std::unique_ptr<GlWindow> window = open_app_window(o);
     const float scale = window->content_scale();
     std::printf("gui       %s, content scale %.2f\n", window->gl_renderer().c_str(), scale);
     std::printf("data      %s (%s mode): %s\n", o.data.c_str(), mode.c_str(), opened.description.c_str());
@@ -398,15 +297,15 @@ int run_gui(const GuiOptions& o) {
         app.dropped.insert(app.dropped.end(), paths.begin(), paths.end());
     });
     Automation automation(o.automation);
-    const auto loop_start = Clock::now();
-    uint64_t frames = run_loop(app, layer, automation, scale);
-    const double seconds = ms_between(loop_start, Clock::now()) * 1e-3;
+    FrameClock clock;
+    uint64_t frames = run_loop(app, layer, automation, scale, clock);
+    const double seconds = clock.seconds();
     session.stop_worker();
     session.poll();
     std::printf("fps       %.1f mean over %llu frames in %.2f s (%llu training steps on a worker thread)\n",
                 seconds > 0 ? (double)frames / seconds : 0.0, (unsigned long long)frames, seconds,
                 (unsigned long long)session.step());
-    print_frame_times(app.frame_ms_log);
+    clock.print_steady_rate();
     if (session.device_steps_per_frame() > 0)
         std::printf("pacing    %.1f GPU training steps per frame ran (mean of the last %zu frames), cap %d at exit\n",
                     session.device_steps_ran_per_frame(), FrameSteps::kFrames, session.device_steps_per_frame());

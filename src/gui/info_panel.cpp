@@ -50,15 +50,7 @@ void throughput(const TrainingSession& session, const UiState& ui) {
 void quality(const TrainingSession& session, double psnr) {
     row("loss", "%.5f", session.last_loss());
     if (session.is_image()) row("PSNR", "%.2f dB", psnr);  // the 3-D view's panel shows the SDF's IoU
-    const auto& h = session.loss_history();
-    if (!h.empty()) {
-        // Log scale: the interesting part of a loss curve spans decades.
-        static std::vector<float> log_loss;
-        log_loss.resize(h.size());
-        for (size_t i = 0; i < h.size(); ++i) log_loss[i] = std::log10(std::max(h[i], 1e-12f));
-        ImGui::PlotLines("##loss", log_loss.data(), (int)log_loss.size(), 0, "log10 loss", FLT_MAX, FLT_MAX,
-                         ImVec2(ImGui::GetContentRegionAvail().x, 70));
-    }
+    plot_log_loss(session.loss_history(), 70);
     if (!session.changes().empty()) {
         const ChangeRecord& c = session.changes().back();
         ImGui::TextWrapped("last change: %s = %s", c.key.c_str(), c.value.c_str());
@@ -94,6 +86,16 @@ void draw_info_panel(TrainingSession& session, const UiState& ui, double psnr) {
     if (ImGui::CollapsingHeader("Performance", ImGuiTreeNodeFlags_DefaultOpen)) throughput(session, ui);
     if (ImGui::CollapsingHeader("Quality", ImGuiTreeNodeFlags_DefaultOpen)) quality(session, psnr);
     if (ImGui::CollapsingHeader("Model", ImGuiTreeNodeFlags_DefaultOpen)) model_size(session);
+}
+
+void plot_log_loss(const std::vector<float>& loss, float height) {
+    if (loss.empty()) return;
+    // Log scale: the interesting part of a loss curve spans decades.
+    static std::vector<float> log_loss;
+    log_loss.resize(loss.size());
+    for (size_t i = 0; i < loss.size(); ++i) log_loss[i] = std::log10(std::max(loss[i], 1e-12f));
+    ImGui::PlotLines("##loss", log_loss.data(), (int)log_loss.size(), 0, "log10 loss", FLT_MAX, FLT_MAX,
+                     ImVec2(ImGui::GetContentRegionAvail().x, height));
 }
 
 } // namespace fusedngp

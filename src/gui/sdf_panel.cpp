@@ -28,9 +28,7 @@ void render_controls(SdfView& view) {
 
 void camera_controls(SdfView& view) {
     CameraController& c = view.camera();
-    float fov = c.fov();
-    ImGui::SliderFloat("field of view", &fov, CameraController::kMinFov, CameraController::kMaxFov, "%.0f deg");
-    if (fov != c.fov()) c.set_fov(fov);
+    fov_slider(c);
     if (ImGui::Button("fit")) c.fit(view.scene().bounds);
     ImGui::SameLine();
     if (ImGui::Button("reset camera")) c.reset();

@@ -27,18 +27,8 @@ constexpr double kDeviceBudgetMs = 3.0;
 constexpr uint64_t kSettleFrames = 4;
 constexpr double kRestingPassFrames = 12;
 constexpr double kDeviceRestingFrames = 2;  // the device may spend two budgets on a still frame
-constexpr float kFovStepDegrees = 5.f;
-constexpr float kMaxFlySeconds = 0.1f;  // a stalled frame (a rebuild, a mesh export) does not fling the camera
 // The app's clear colour: misses blend into the window.
 const Vec3 kBackground{0.07f, 0.075f, 0.08f};
-
-// The camera of rows [y0, y0 + rows) of `full`: the same rays, a shifted principal point.
-Camera band_camera(const Camera& full, int y0, int rows) {
-    Camera band = full;
-    band.intrinsics.height = (uint32_t)rows;
-    band.intrinsics.cy = full.intrinsics.cy - (float)y0;
-    return band;
-}
 
 SdfBatchFn display_field(TrainingSession& session) {
     return [&session](const Matrix<float>& points, Matrix<float>& values) { session.display_inference(points, values); };
@@ -48,7 +38,6 @@ SdfBatchFn display_field(TrainingSession& session) {
 
 SdfView::SdfView(SdfSceneInfo scene)
     : scene_(std::move(scene)), camera_(scene_.bounds), host_budget_(kHostBudgetMs), device_budget_(kDeviceBudgetMs) {
-    blit_.mode = ViewMode::Prediction;
     settings.background = kBackground;
     if (scene_.truth) iou_probe_ = std::make_unique<SdfIouProbe>(scene_.truth);
 }
@@ -56,35 +45,10 @@ SdfView::SdfView(SdfSceneInfo scene)
 void SdfView::handle_input(const ViewRect& area, float dt_seconds) {
     const ImGuiIO& io = ImGui::GetIO();
     if (!io.WantCaptureKeyboard && !io.WantTextInput) {
-        auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
-        auto down = [](int key) { return ImGui::IsKeyDown(key); };
         for (int k = 0; k < 5; ++k)
-            if (pressed(GLFW_KEY_1 + k)) mode = (SdfRenderMode)k;
-        if (!io.KeyCtrl) {
-            FlyKeys keys;
-            keys.forward = down(GLFW_KEY_W);
-            keys.back = down(GLFW_KEY_S);
-            keys.left = down(GLFW_KEY_A);
-            keys.right = down(GLFW_KEY_D);
-            keys.up = down(GLFW_KEY_E);
-            keys.down = down(GLFW_KEY_Q);
-            keys.fast = io.KeyShift;
-            camera_.fly(keys, std::min(dt_seconds, kMaxFlySeconds));
-            if (pressed(GLFW_KEY_LEFT_BRACKET)) camera_.set_fov(camera_.fov() - kFovStepDegrees);
-            if (pressed(GLFW_KEY_RIGHT_BRACKET)) camera_.set_fov(camera_.fov() + kFovStepDegrees);
-            if (pressed(GLFW_KEY_F)) camera_.fit(scene_.bounds, area.width / std::max(area.height, 1.f));
-            if (pressed(GLFW_KEY_HOME)) camera_.reset();
-        }
+            if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) mode = (SdfRenderMode)k;
     }
-    if (io.WantCaptureMouse) return;
-    const float sx = io.DisplayFramebufferScale.x, sy = io.DisplayFramebufferScale.y;
-    const float mx = io.MousePos.x * sx, my = io.MousePos.y * sy;
-    if (mx < area.x || mx > area.x + area.width || my < area.y || my > area.y + area.height) return;
-    const float dx = io.MouseDelta.x * sx, dy = io.MouseDelta.y * sy;
-    if (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 0.0f)) camera_.orbit(dx, dy);
-    if (ImGui::IsMouseDragging(ImGuiMouseButton_Right, 0.0f) || ImGui::IsMouseDragging(ImGuiMouseButton_Middle, 0.0f))
-        camera_.pan(dx, dy, area.height);
-    if (io.MouseWheel != 0) camera_.zoom(io.MouseWheel);
+    handle_camera_input(camera_, scene_.bounds, area, dt_seconds);
 }
 
 bool SdfView::camera_moving() const { return frames_since_move_ < kSettleFrames; }
@@ -97,11 +61,11 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
         seen_width_ = view_w;
         seen_height_ = view_h;
         frames_since_move_ = 0;
-        next_row_ = 0;  // the pass in flight shows an old view: start over
+        restart_pass_ = true;
     } else {
         ++frames_since_move_;
     }
-    on_device_ = session.renders_on_device() && !front().cuda_interop_failed();
+    on_device_ = session.renders_on_device() && !picture_.front().cuda_interop_failed();
     if (on_device_) {
         const RenderSize size = device_budget_.size(view_w, view_h, camera_moving() ? 1 : kDeviceRestingFrames);
         if (render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height))) return;
@@ -112,8 +76,8 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
 
 bool SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
     const int w = (int)camera.intrinsics.width, h = (int)camera.intrinsics.height;
-    front().resize(w, h);
-    float* rgba = static_cast<float*>(front().map_for_cuda());
+    picture_.front().resize(w, h);
+    float* rgba = static_cast<float*>(picture_.front().map_for_cuda());
     if (!rgba) return false;
     bool drawn = false;
     double ms = 0;
@@ -121,53 +85,40 @@ bool SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
         session.render_on_device(
             [&](Backend& backend) { drawn = render_sdf_on_device(backend, camera, mode, settings, rgba, ms); });
     } catch (...) {
-        front().unmap();
+        picture_.front().unmap();
         throw;
     }
-    front().unmap();
+    picture_.front().unmap();
     if (!drawn) return false;
-    front().commit_pbo();
+    picture_.front().commit_pbo();
     device_budget_.record((uint64_t)w * (uint64_t)h, ms);
-    shown_size_ = {w, h};
+    picture_.set_shown_size({w, h});
     return true;
 }
 
 void SdfView::render_on_host(TrainingSession& session, int view_w, int view_h) {
     const SdfBatchFn field = display_field(session);
-    if (next_row_ == 0) {
+    if (restart_pass_ || picture_.next_row() == 0) {
         // A new pass: moving, it fits one frame; resting, kRestingPassFrames.
-        pass_size_ = host_budget_.size(view_w, view_h, camera_moving() ? 1 : kRestingPassFrames);
-        back().resize(pass_size_.width, pass_size_.height);
+        picture_.start_pass(host_budget_.size(view_w, view_h, camera_moving() ? 1 : kRestingPassFrames));
+        restart_pass_ = false;
     }
-    const Camera full = camera_.camera((uint32_t)pass_size_.width, (uint32_t)pass_size_.height);
+    const RenderSize pass = picture_.pass_size();
+    const Camera full = camera_.camera((uint32_t)pass.width, (uint32_t)pass.height);
     const auto start = Clock::now();
     do {
         // A budget's worth of rows at the measured cost; unmeasured, a few rows to measure it.
         const uint64_t affordable = host_budget_.pixels_per_budget();
-        const int wanted = affordable ? (int)(affordable / (uint64_t)pass_size_.width) : AdaptiveResolution::kMinRows;
-        const int rows = std::clamp(wanted, 1, pass_size_.height - next_row_);
+        const int wanted = affordable ? (int)(affordable / (uint64_t)pass.width) : AdaptiveResolution::kMinRows;
+        const int y0 = picture_.next_row(), rows = std::clamp(wanted, 1, pass.height - y0);
         const auto band_start = Clock::now();
-        Image band = render_sdf(band_camera(full, next_row_, rows), field, mode, settings);
-        host_budget_.record((uint64_t)rows * (uint64_t)pass_size_.width, ms_since(band_start));
-        rgba_.resize(band.pixel_count() * 4);
-        to_rgba(band.pixels.data(), band.channels, band.pixel_count(), rgba_.data());
-        back().upload_rows(rgba_.data(), next_row_, rows);
-        next_row_ += rows;
-        if (next_row_ >= pass_size_.height) {
-            front_index_ = 1 - front_index_;  // the finished pass is shown; the old front is the next back
-            shown_size_ = pass_size_;
-            next_row_ = 0;
-            break;
-        }
+        Image band = render_sdf(band_camera(full, y0, rows), field, mode, settings);
+        host_budget_.record((uint64_t)rows * (uint64_t)pass.width, ms_since(band_start));
+        if (picture_.upload_band(band, y0)) break;
     } while (ms_since(start) < host_budget_.budget_ms());
 }
 
-void SdfView::draw(const ViewRect& area, int fb_width, int fb_height) {
-    const DisplayTexture& shown = front();
-    if (shown.width() == 0) return;
-    // Rendered at the view's aspect: the blit's fit fills the area, upscaled.
-    blit_.draw(shown, shown, /*linear=*/false, area, fb_width, fb_height);
-}
+void SdfView::draw(const ViewRect& area, int fb_width, int fb_height) { picture_.draw(area, fb_width, fb_height); }
 
 double SdfView::measure_iou(TrainingSession& session) {
     if (!iou_probe_) return 0;

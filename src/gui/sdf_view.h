@@ -11,10 +11,9 @@
 // rests, never more than the view's pixels; the picture is shown upscaled.
 #pragma once
 
-#include "gui/display_texture.h"
-#include "gui/image_view.h"
 #include "gui/sdf_iou_probe.h"
 #include "gui/sdf_setup.h"
+#include "gui/view_3d.h"
 #include "render/adaptive_resolution.h"
 #include "render/camera_controller.h"
 #include "render/sdf_render.h"
@@ -49,7 +48,7 @@ public:
     SphereTraceSettings settings;
     double iou() const { return iou_history_.empty() ? 0.0 : iou_history_.back(); }
     const std::vector<float>& iou_history() const { return iou_history_; }
-    RenderSize render_size() const { return shown_size_; }
+    RenderSize render_size() const { return picture_.shown_size(); }
     bool on_device() const { return on_device_; }
     const AdaptiveResolution& resolution() const { return on_device_ ? device_budget_ : host_budget_; }
 
@@ -64,21 +63,15 @@ private:
 
     SdfSceneInfo scene_;
     CameraController camera_;
-    ImageView blit_;                 // draws the texture over the view area
-    DisplayTexture textures_[2];     // one shown, one being rendered (host path)
-    int front_index_ = 0;
-    DisplayTexture& front() { return textures_[front_index_]; }
-    DisplayTexture& back() { return textures_[1 - front_index_]; }
+    BandedPicture picture_;          // the host path's bands; the device path writes its front whole
     AdaptiveResolution host_budget_, device_budget_;
     std::unique_ptr<SdfIouProbe> iou_probe_;
     std::vector<float> iou_history_;
-    RenderSize shown_size_, pass_size_;
-    int next_row_ = 0;               // host pass progress in back_
+    bool restart_pass_ = true;       // the pass in flight shows an old view
     uint64_t seen_camera_ = ~0ull, frames_since_move_ = 0;
     SdfRenderMode seen_mode_ = SdfRenderMode::Shade;
     int seen_width_ = 0, seen_height_ = 0;
     bool on_device_ = false;
-    std::vector<float> rgba_;
 };
 
 } // namespace fusedngp

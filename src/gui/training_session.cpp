@@ -3,6 +3,7 @@
 #include "config/config.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "gui/worker_priority.h"
 #include "persist/snapshot.h"
 #include "persist/weights.h"
 
@@ -15,12 +16,6 @@
 #include <cmath>
 #include <stdexcept>
 #include <utility>
-
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 namespace fusedngp {
 
@@ -38,7 +33,6 @@ constexpr int kPsnrSamples = 1 << 14;
 constexpr double kPublishMs = 150.0;
 // An idle worker re-checks for work this often (a started step wakes it at once).
 constexpr auto kIdlePoll = std::chrono::milliseconds(5);
-constexpr int kWorkerNice = 5;
 // Device-step pacing (CUDA): a render waits for the steps still queued ahead
 // of it. Past the render's own time (its fastest run), a wait above the high
 // mark cuts the steps per frame by a quarter, one below the low mark allows
@@ -108,12 +102,7 @@ void TrainingSession::stop_worker() {
 }
 
 void TrainingSession::worker_loop() {
-#ifdef __linux__
-    // Nicer than the UI thread (Linux nice is per thread, and the OpenMP team
-    // this thread starts inherits it): a frame preempts training, not the
-    // other way round, so the UI keeps its rate on a busy CPU.
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), kWorkerNice);
-#endif
+    lower_this_thread_priority();
     std::unique_lock<std::mutex> lock(step_mutex_);
     auto has_work = [&] {
         return pause_requests_ == 0 && (requested_steps_ > 0 || (running && !lockstep_ && device_step_quota_ != 0));

@@ -19,6 +19,7 @@ struct UiState {
     int custom_width = 512, custom_height = 512;
     bool show_help = false;
     bool view_3d = false;  // the SDF mode's 3-D view is shown (its keys join the help)
+    bool nerf = false;     // the NeRF mode: its own keys in the help
     bool autosave_on_exit = false;
     std::string autosave_path = "fusedngp_autosave.fusedngp";
     bool vsync = true;

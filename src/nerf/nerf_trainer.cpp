@@ -262,7 +262,8 @@ void NerfTrainer<T>::update_occupancy() {
 
 // Colours of whole rays (pixel centres, no jitter) with the inference parameters.
 template <typename T>
-void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& out) const {
+void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& out,
+                                 std::vector<T>* depth) const {
     std::vector<uint32_t> first(1, 0);
     std::vector<float> pos, dir, ts, dts;
     for (const Ray& ray : rays) {
@@ -303,28 +304,40 @@ void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* backgrou
         rs.t = t.data() + first[r];
         const RayResult<T> res = render_ray(rs, background);
         for (int c = 0; c < 3; ++c) out[3 * r + c] = res.rgb[c];
+        if (depth) (*depth)[r] = res.opacity > (T)kMinDepthOpacity ? res.depth / res.opacity : (T)0;
     }
 }
 
 template <typename T>
-Image NerfTrainer<T>::render_view(const Camera& camera, Vec3 background) const {
+Image NerfTrainer<T>::render_pixels(const Camera& camera, Vec3 background, bool depth_only) const {
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
-    img.channels = 3;
-    img.pixels.resize(img.pixel_count() * 3);
+    img.channels = depth_only ? 1 : 3;
+    img.pixels.resize(img.pixel_count() * (size_t)img.channels);
     const T bg[3] = {(T)background.x, (T)background.y, (T)background.z};
     std::vector<Ray> rays;
-    std::vector<T> rgb;
+    std::vector<T> rgb, depth(kRenderChunkRays);
     for (size_t p0 = 0; p0 < img.pixel_count(); p0 += kRenderChunkRays) {
         const size_t m = std::min(kRenderChunkRays, img.pixel_count() - p0);
         rays.clear();
         for (size_t i = p0; i < p0 + m; ++i)
             rays.push_back(camera_ray(camera, (float)(i % img.width) + 0.5f, (float)(i / img.width) + 0.5f));
-        render_rays(rays, bg, rgb);
-        for (size_t i = 0; i < 3 * m; ++i) img.pixels[3 * p0 + i] = (float)rgb[i];
+        render_rays(rays, bg, rgb, depth_only ? &depth : nullptr);
+        const std::vector<T>& values = depth_only ? depth : rgb;
+        for (size_t i = 0; i < m * (size_t)img.channels; ++i) img.pixels[(size_t)img.channels * p0 + i] = (float)values[i];
     }
     return img;
+}
+
+template <typename T>
+Image NerfTrainer<T>::render_view(const Camera& camera, Vec3 background) const {
+    return render_pixels(camera, background, false);
+}
+
+template <typename T>
+Image NerfTrainer<T>::render_depth(const Camera& camera) const {
+    return render_pixels(camera, Vec3{0, 0, 0}, true);
 }
 
 template <typename T>

@@ -103,6 +103,11 @@ public:
     // Inference (with the optimizers' inference parameters, EMA if any):
     // a W x H RGB image of `camera`, pixel centres, early termination.
     Image render_view(const Camera& camera, Vec3 background) const;
+    // The same rays' expected termination depth, sum_i w_i t_i / opacity
+    // (distance along the unit ray in model units), as a 1-channel image; 0
+    // where the ray's opacity is at most kMinDepthOpacity (nothing there).
+    Image render_depth(const Camera& camera) const;
+    static constexpr double kMinDepthOpacity = 0.05;
     // Mean over the dataset's frames of the PSNR (dB, peak 1) of render_view
     // against the frame's image composited on `background`.
     double psnr_on(const NerfDataset& dataset, Vec3 background) const;
@@ -132,7 +137,10 @@ public:
     size_t last_sample_count() const { return last_samples_; }
 
 private:
-    void render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& rgb) const;
+    // rgb [rays][3]; with `depth`, also the depth of render_depth [rays] (resized by the caller).
+    void render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& rgb,
+                     std::vector<T>* depth = nullptr) const;
+    Image render_pixels(const Camera& camera, Vec3 background, bool depth_only) const;
     void density_at(const Matrix<float>& points, Matrix<float>& sigma) const;
     void update_occupancy();
 

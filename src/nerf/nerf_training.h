@@ -53,6 +53,10 @@ public:
     // Inference with the optimizers' inference parameters (EMA average).
     virtual Image render_view(const Camera& camera, Vec3 background) = 0;
     virtual double psnr_on(const NerfDataset& dataset, Vec3 background) = 0;
+    // Added for the app's depth view: the expected termination depth per
+    // pixel (NerfTrainer::render_depth's definition), 1 channel. The default
+    // throws InputError, so a backend without it still builds; CPU implements it.
+    virtual Image render_depth(const Camera& camera);
 
     virtual NerfTrainingState save_state() const = 0;
     // Throws InputError when the state does not fit (sizes, buffer names).
@@ -87,6 +91,7 @@ public:
     size_t last_sample_count() const override { return trainer_.last_sample_count(); }
     Image render_view(const Camera& camera, Vec3 background) override { return trainer_.render_view(camera, background); }
     double psnr_on(const NerfDataset& dataset, Vec3 background) override { return trainer_.psnr_on(dataset, background); }
+    Image render_depth(const Camera& camera) override { return trainer_.render_depth(camera); }
     NerfTrainingState save_state() const override;
     void load_state(const NerfTrainingState& state) override;
     const Model<float>& density_model() const override { return trainer_.density_model(); }

@@ -9,6 +9,7 @@ namespace {
 
 constexpr float kPi = 3.14159265358979f;
 float radians(float degrees) { return degrees * kPi / 180.f; }
+float degrees(float angle_radians) { return angle_radians * 180.f / kPi; }
 
 // Zoom stops short of the target (the frame would degenerate) and before the
 // scene shrinks to a dot.
@@ -67,6 +68,20 @@ void CameraController::set_view(float yaw_degrees, float pitch_degrees, float di
     const float d = scene_diameter();
     distance_ = std::clamp(distance, kMinDistanceDiameters * d, kMaxDistanceDiameters * d);
     target_ = target;
+    changed();
+}
+
+void CameraController::look_from(const CameraPose& pose, float fov_y_degrees) {
+    const Vec3 forward = normalize(pose.forward);
+    const float distance = std::max(dot(scene_.center() - pose.position, forward), 1e-3f);
+    const Vec3 outward = -forward;  // orbit_pose: position = target + outward * distance
+    const float pitch = degrees(std::asin(std::clamp(outward.y, -1.f, 1.f)));
+    const float yaw = degrees(std::atan2(outward.x, outward.z));
+    fov_ = std::clamp(fov_y_degrees, kMinFov, kMaxFov);
+    yaw_ = yaw;
+    pitch_ = std::clamp(pitch, -kMaxPitch, kMaxPitch);
+    distance_ = distance;
+    target_ = pose.position + forward * distance;
     changed();
 }
 

@@ -49,6 +49,11 @@ public:
     void set_fov(float fov_y_degrees);  // clamped to [kMinFov, kMaxFov]
     // An explicit view (scripted runs, a saved camera): pitch clamped as in orbit().
     void set_view(float yaw_degrees, float pitch_degrees, float distance, Vec3 target);
+    // Looks from `pose` (a NeRF training view): same position and viewing
+    // direction, the target where the direction passes closest to the scene
+    // box's centre. The orbit keeps "right" horizontal, so a rolled pose
+    // loses its roll; pitch is clamped as in orbit().
+    void look_from(const CameraPose& pose, float fov_y_degrees);
 
     // The default view of the scene box given at construction.
     void reset();

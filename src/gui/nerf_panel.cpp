@@ -1,0 +1,134 @@
+// The NeRF mode's side panel: training (start/pause/step, learning rate),
+// its readouts (steps, loss, steps/s, rays and samples per step, test PSNR
+// plotted live, occupied share of the grid) and the 3-D view (render mode,
+// background, camera, training views, screenshot).
+#include "gui/nerf_panel.h"
+
+#include "gui/nerf_session.h"
+#include "gui/nerf_view.h"
+#include "gui/panels.h"
+#include "gui/view_3d.h"
+#include "gui/ui_state.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+
+#include <cfloat>
+#include <vector>
+
+namespace fusedngp {
+
+namespace {
+
+void training_controls(NerfSession& session) {
+    bool running = session.running;
+    if (ImGui::Button(running ? "Pause (Space)" : "Train (Space)")) session.running = !running;
+    ImGui::SameLine();
+    if (ImGui::Button("Step (N)")) session.single_step();
+    float lr = (float)session.learning_rate();
+    if (ImGui::InputFloat("learning rate", &lr, 0, 0, "%.2e", ImGuiInputTextFlags_EnterReturnsTrue) && lr > 0)
+        session.set_learning_rate(lr);
+}
+
+void training_readouts(const NerfSession& session) {
+    if (session.step() == 0) {
+        ImGui::Text("step 0: the first step is running");
+    } else {
+        ImGui::Text("step %llu  loss %.5f", (unsigned long long)session.step(), session.last_loss());
+    }
+    ImGui::Text("%.1f steps/s  %u rays, %zu samples per step", session.steps_per_second(), session.rays_per_step(),
+                session.samples_per_step());
+    ImGui::Text("%zu params, %.1f s of training", session.n_params(), session.train_seconds());
+    plot_log_loss(session.loss_history(), 50);
+}
+
+void psnr_readout(const NerfSession& session) {
+    const auto& h = session.psnr_history();
+    if (h.empty()) {
+        ImGui::TextDisabled("%s PSNR: not measured yet", session.scene().eval_split.c_str());
+    } else {
+        ImGui::Text("%s PSNR %.2f dB at step %llu", session.scene().eval_split.c_str(), h.back().psnr,
+                    (unsigned long long)h.back().step);
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Mean PSNR over %zu %s views at %ux%u, measured on the training thread every %.0f s\n"
+                          "of training, or less often so that it takes at most a fifth of the training time\n"
+                          "(not counted as training time), on the current background.",
+                          session.scene().eval.frames.size(), session.scene().eval_split.c_str(),
+                          session.scene().eval.images.width, session.scene().eval.images.height,
+                          NerfSession::kPsnrEverySeconds);
+    if (h.size() >= 2) {
+        std::vector<float> values;
+        for (const auto& p : h) values.push_back((float)p.psnr);
+        ImGui::PlotLines("##psnr", values.data(), (int)values.size(), 0, "PSNR dB", FLT_MAX, FLT_MAX,
+                         ImVec2(ImGui::GetContentRegionAvail().x, 50));
+    }
+    ImGui::Text("occupancy grid: %.1f%% of cells occupied", 100.0 * session.occupancy_fraction());
+}
+
+void render_controls(NerfView& view) {
+    int mode = (int)view.mode;
+    ImGui::RadioButton("colour (1)", &mode, (int)NerfRenderMode::Colour);
+    ImGui::SameLine();
+    ImGui::RadioButton("depth (2)", &mode, (int)NerfRenderMode::Depth);
+    ImGui::SameLine();
+    ImGui::RadioButton("occupancy (3)", &mode, (int)NerfRenderMode::Occupancy);
+    view.mode = (NerfRenderMode)mode;
+    float bg[3] = {view.background.x, view.background.y, view.background.z};
+    if (ImGui::ColorEdit3("background", bg)) view.background = {bg[0], bg[1], bg[2]};
+    const RenderSize size = view.render_size();
+    ImGui::TextDisabled("render %dx%d, level %d, pass %.0f ms, %.0f us/px", size.width, size.height,
+                        view.refinement(), view.last_pass_ms(), 1e3 * view.resolution().ms_per_pixel());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Rendered by the training thread between steps, a band of rows at a time, and shown\n"
+                          "upscaled once complete: small while the camera moves, larger each pass while it\n"
+                          "rests (level 0..3), then again at that size as training goes on.");
+}
+
+void camera_controls(NerfView& view) {
+    CameraController& c = view.camera();
+    fov_slider(c);
+    if (ImGui::Button("reset camera")) c.reset();
+    ImGui::SameLine();
+    if (ImGui::Button("< (,)")) view.snap_to_training_view(view.training_view() - 1);
+    ImGui::SameLine();
+    if (ImGui::Button("snap to training view")) view.snap_to_training_view(std::max(view.training_view(), 0));
+    ImGui::SameLine();
+    if (ImGui::Button("(.) >")) view.snap_to_training_view(view.training_view() + 1);
+    if (view.training_view() >= 0) {
+        ImGui::TextDisabled("training view %d of %d", view.training_view() + 1, view.training_view_count());
+    }
+    ImGui::Checkbox("show training views", &view.show_frusta);
+}
+
+} // namespace
+
+void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
+    if (ImGui::CollapsingHeader("Training", ImGuiTreeNodeFlags_DefaultOpen)) {
+        training_controls(session);
+        training_readouts(session);
+        psnr_readout(session);
+    }
+    if (ImGui::CollapsingHeader("3-D view", ImGuiTreeNodeFlags_DefaultOpen)) {
+        render_controls(view);
+        camera_controls(view);
+    }
+    if (ImGui::CollapsingHeader("Files", ImGuiTreeNodeFlags_DefaultOpen)) {
+        if (ImGui::Button("Screenshot (F12)")) open_file_prompt(ui, FileAction::Screenshot);
+        ImGui::SameLine();
+        if (ImGui::Button("Help (F1)")) ui.show_help = !ui.show_help;
+        ImGui::Checkbox("vsync", &ui.vsync);
+    }
+}
+
+void handle_nerf_shortcuts(NerfSession& session, UiState& ui) {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.WantTextInput || io.KeyCtrl || ui.prompt != FileAction::None) return;
+    auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+    if (pressed(GLFW_KEY_SPACE)) session.running = !session.running;
+    if (pressed(GLFW_KEY_N)) session.single_step();
+    if (pressed(GLFW_KEY_F12) || pressed(GLFW_KEY_P)) open_file_prompt(ui, FileAction::Screenshot);
+    if (pressed(GLFW_KEY_F1) || pressed(GLFW_KEY_H)) ui.show_help = !ui.show_help;
+}
+
+} // namespace fusedngp

@@ -1,0 +1,155 @@
+// The GUI's NerfSession without a window: the worker trains the generated
+// scene in lockstep, renders a requested view in bands between steps (a
+// newer request replaces the pass in flight), and the eval views are the
+// test split, downsampled with their intrinsics.
+#ifdef FUSEDNGP_HAVE_GUI
+
+#include "cli_runner.h"
+#include "gui/nerf_session.h"
+#include "gui/nerf_setup.h"
+#include "nerf/synthetic_scene.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace fusedngp {
+namespace {
+
+const char* kSmallConfig = R"({"loss": {"otype": "Huber"},
+  "optimizer": {"otype": "Adam", "learning_rate": 1e-2, "beta1": 0.9, "beta2": 0.99, "epsilon": 1e-15},
+  "encoding": {"otype": "HashGrid", "n_levels": 4, "n_features_per_level": 2, "log2_hashmap_size": 12,
+               "base_resolution": 16, "per_level_scale": 1.5},
+  "network": {"otype": "FullyFusedMLP", "activation": "ReLU", "output_activation": "None",
+              "n_neurons": 16, "n_hidden_layers": 1},
+  "rgb_network": {"otype": "FullyFusedMLP", "activation": "ReLU", "output_activation": "None",
+                  "n_neurons": 16, "n_hidden_layers": 1},
+  "sampling": {"cone_angle": 0.0078125, "max_samples_per_ray": 64, "occupancy_warmup_steps": 0}})";
+
+struct SceneFiles {
+    std::string dir, config;
+};
+
+const SceneFiles& scene_files() {
+    static const SceneFiles files = [] {
+        const auto dir = test::make_temp_dir("gui_nerf_session");
+        write_synthetic_dataset((dir / "scene").string(), default_synthetic_scene(), 4, 2, 32, 24, 3);
+        test::write_text_file(dir / "small.json", kSmallConfig);
+        return SceneFiles{(dir / "scene").string(), (dir / "small.json").string()};
+    }();
+    return files;
+}
+
+NerfScene small_scene(uint32_t max_side) {
+    return load_nerf_scene(scene_files().dir, scene_files().config, 64, 1, NerfEvalViews{3, max_side}, nullptr);
+}
+
+// Waits (bounded) until the worker delivered the rows of `pass`.
+std::vector<NerfBand> collect_pass(NerfSession& session, uint64_t pass, int height) {
+    std::vector<NerfBand> bands;
+    int rows = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (rows < height && std::chrono::steady_clock::now() < deadline) {
+        for (NerfBand& b : session.take_bands()) {
+            if (b.pass != pass) continue;
+            rows += b.pixels.height;
+            bands.push_back(std::move(b));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return bands;
+}
+
+TEST(GuiNerfSession, EvalViewsAreTheTestSplitDownsampled) {
+    const NerfScene scene = small_scene(16);
+    EXPECT_EQ(scene.eval_split, "test");
+    ASSERT_EQ(scene.eval.frames.size(), 2u);  // fewer test views than asked for
+    EXPECT_EQ(scene.eval.images.width, 16u);  // 32x24 by a factor of 2
+    EXPECT_EQ(scene.eval.images.height, 12u);
+    const NerfDataset full = load_nerf_dataset(scene_files().dir + "/transforms_test.json");
+    const CameraIntrinsics& k = scene.eval.frames[1].camera.intrinsics;
+    EXPECT_FLOAT_EQ(k.fx, full.frames[1].camera.intrinsics.fx / 2);
+    EXPECT_FLOAT_EQ(k.cx, full.frames[1].camera.intrinsics.cx / 2);
+    EXPECT_EQ(k.width, 16u);
+    // A downsampled pixel is its block's premultiplied mean: fully covered
+    // blocks keep opacity 255, empty ones 0.
+    size_t opaque = 0, empty = 0;
+    for (size_t i = 0; i < 16 * 12; ++i) {
+        const uint8_t a = scene.eval.images.frame(0)[4 * i + 3];
+        opaque += a == 255;
+        empty += a == 0;
+    }
+    EXPECT_GT(opaque, 0u);
+    EXPECT_GT(empty, 0u);
+}
+
+TEST(GuiNerfSession, WorkerStepsInLockstepAndRendersRequestedPassesInBands) {
+    NerfSession session(small_scene(32), "cpu");
+    EXPECT_EQ(session.backend_name(), "cpu");
+    session.set_lockstep(true);
+    session.start_worker();
+    session.run_steps(5);
+    session.poll();
+    EXPECT_EQ(session.step(), 5u);
+    EXPECT_TRUE(std::isfinite(session.last_loss()));
+    EXPECT_EQ(session.rays_per_step(), 64u);
+    EXPECT_GT(session.samples_per_step(), 0u);
+
+    NerfRenderRequest old_request;
+    old_request.pass = 1;
+    old_request.camera.intrinsics = intrinsics_from_fov(40, 30, 45);
+    old_request.camera.pose = orbit_pose(30, 20, 1.6f);
+    NerfRenderRequest request = old_request;
+    request.pass = 2;
+    request.camera.intrinsics = intrinsics_from_fov(24, 18, 45);
+    session.request_render(old_request);
+    session.request_render(request);  // replaces the first before or while it renders
+    const std::vector<NerfBand> bands = collect_pass(session, 2, 18);
+    int next_row = 0;
+    for (const NerfBand& b : bands) {
+        EXPECT_EQ(b.y0, next_row);
+        EXPECT_EQ(b.pixels.width, 24);
+        EXPECT_EQ(b.pixels.channels, 3);
+        next_row += b.pixels.height;
+    }
+    EXPECT_EQ(next_row, 18);
+
+    // Occupancy and depth passes render too, on the same background.
+    session.set_background({1, 1, 1});
+    for (NerfRenderMode mode : {NerfRenderMode::Occupancy, NerfRenderMode::Depth}) {
+        request.pass += 1;
+        request.mode = mode;
+        session.request_render(request);
+        int rows = 0;
+        for (const NerfBand& b : collect_pass(session, request.pass, 18)) rows += b.pixels.height;
+        EXPECT_EQ(rows, 18) << (int)mode;
+    }
+    session.stop_worker();
+    EXPECT_TRUE(session.take_worker_error().empty());
+    EXPECT_GT(session.measure_psnr(), 3.0);
+}
+
+// Space pauses and resumes by flipping `running` alone: the worker notices.
+TEST(GuiNerfSession, PausedWorkerResumesWhenRunningIsSet) {
+    NerfSession session(small_scene(32), "cpu");
+    session.running = false;
+    session.start_worker();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    session.poll();
+    EXPECT_EQ(session.step(), 0u);
+    session.running = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (session.step() < 2 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        session.poll();
+    }
+    EXPECT_GE(session.step(), 2u);
+    session.stop_worker();
+}
+
+} // namespace
+} // namespace fusedngp
+
+#endif
