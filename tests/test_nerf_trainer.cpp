@@ -153,7 +153,9 @@ TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
     }
     ASSERT_GT(hits, 0);
     EXPECT_LT(hit_error / hits, 0.05) << "mean |depth - hit distance| over " << hits << " pixels";
-    if (misses > 0) EXPECT_GT((double)empty_misses / misses, 0.8);
+    if (misses > 0) {
+        EXPECT_GT((double)empty_misses / misses, 0.8);
+    }
 }
 
 TEST(NerfTrainer, SameSeedGivesIdenticalStepsAndOtherSeedsDiffer) {

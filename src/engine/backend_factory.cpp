@@ -17,8 +17,6 @@
 namespace fusedngp {
 
 #ifdef FUSEDNGP_HAVE_CUDA
-namespace {
-
 // FUSEDNGP_LOSS_SCALE=S[:G] sets the CUDA backend's initial loss scale S (and
 // growth interval G, steps): a knob for precision experiments, not a config
 // field, since tiny-cuda-nn's schema has none. Bad values are an error.
@@ -44,8 +42,6 @@ LossScaleSettings loss_scale_settings_from_environment() {
     s.min_scale = std::min(s.min_scale, s.initial);
     return s;
 }
-
-} // namespace
 #endif
 
 std::vector<std::string> available_backends() {

@@ -239,6 +239,11 @@ private:
     mutable StepTimings timings_;
 };
 
+// FUSEDNGP_LOSS_SCALE=S[:G]: the initial loss scale S (and growth interval G)
+// of the CUDA backends, a knob for precision experiments (InputError on a bad
+// value); the defaults without it.
+LossScaleSettings loss_scale_settings_from_environment();
+
 // True when the CUDA runtime sees at least one device.
 bool cuda_device_available();
 // "NVIDIA H200 (sm_90, 139.8 GiB), driver 13.0" or why there is none.

@@ -9,6 +9,7 @@
 #include "nerf/nerf_model_layout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 
@@ -27,7 +28,12 @@ constexpr uint32_t kMarchBudgets = 4;
 // dL/dout of a NeRF step is tiny (a mean over all rays' channels, times
 // weights and sigmoid slopes: ~1e-7); fp16 backward passes need it scaled up
 // past the subnormal range. Non-finite gradients skip the update.
-constexpr float kLossScale = 4096.f;
+// FUSEDNGP_LOSS_SCALE sets another (fixed) scale.
+constexpr float kDefaultLossScale = 4096.f;
+
+float nerf_loss_scale() {
+    return std::getenv("FUSEDNGP_LOSS_SCALE") ? loss_scale_settings_from_environment().initial : kDefaultLossScale;
+}
 
 gpu::MlpKernel requested_kernel(const json& network, const std::string& path) {
     const std::string otype = get_otype(network, path);
@@ -95,8 +101,9 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("optimizer"),
                                             requested_kernel(config.at("rgb_network"), "rgb_network"),
                                             gpu::GpuEncodingOptions{}, stream_);
-    density_->set_loss_scale(kLossScale);
-    colour_->set_loss_scale(kLossScale);
+    loss_scale_ = nerf_loss_scale();
+    density_->set_loss_scale(loss_scale_);
+    colour_->set_loss_scale(loss_scale_);
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
                                                   stream_);
     allocate_buffers();
@@ -451,7 +458,7 @@ json NerfCudaTrainer::diagnostics() const {
     return json{{"step_ms", ms},
                 {"timed_steps", timed_steps_},
                 {"skipped_steps", skipped_steps_},
-                {"loss_scale", kLossScale},
+                {"loss_scale", loss_scale_},
                 {"samples_per_step_budget", capacity_},
                 {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
                                {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};

@@ -146,6 +146,7 @@ private:
     uint32_t n_rays_ = 0;
     uint64_t step_ = 0;
     uint64_t skipped_steps_ = 0;
+    float loss_scale_ = 0;
     Finished last_;
     std::array<double, kPhases> phase_ms_{};  // sums over timed_steps_
     uint64_t timed_steps_ = 0;

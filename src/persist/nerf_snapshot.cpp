@@ -133,7 +133,9 @@ NerfSnapshot nerf_snapshot_from_contents(const SafetensorsContents& c, const std
     st.colour_optimizer = optimizer_tensors(c, "colour");
     const size_t cells = occupancy_cell_count(s.scene.aabb_scale);
     st.grid_density = required_tensor(c, "occupancy.density", cells, source).values;
-    const SafetensorsTensor& bits = required_tensor(c, "occupancy.bits", cells / 8, source);
+    // A pointer, not a reference: GCC 13 cannot tell that it points into `c`.
+    const SafetensorsTensor* bits_tensor = &required_tensor(c, "occupancy.bits", cells / 8, source);
+    const SafetensorsTensor& bits = *bits_tensor;
     if (bits.dtype != TensorDtype::U8) throw InputError(source + ": tensor \"occupancy.bits\" must be U8");
     st.grid_bits = values_as_bytes(bits.values);
     return s;

@@ -65,7 +65,7 @@ void export_nerf_weights(const std::string& path, const json& config, const Nerf
 }
 
 NerfWeightsHeader nerf_weights_header(const SafetensorsContents& c, const std::string& source) {
-    const std::string& format = required_metadata(c.metadata, kFormatKey, source);
+    const std::string format = required_metadata(c.metadata, kFormatKey, source);
     if (format != kNerfWeightsFormat) {
         throw InputError(source + ": not NeRF weights (format \"" + format + "\", expected \"" + kNerfWeightsFormat + "\")");
     }
@@ -100,7 +100,9 @@ void nerf_occupancy_tensors(const SafetensorsContents& c, const NerfScene& scene
                             std::vector<float>& density, std::vector<uint8_t>& bits) {
     const size_t n = (size_t)nerf::cascades_for_aabb_scale((int)scene.aabb_scale);
     density = grid_tensor(c, "occupancy.density", {n, nerf::kGridCells}, source).values;
-    const SafetensorsTensor& b = grid_tensor(c, "occupancy.bits", {n, nerf::kGridCells / 8}, source);
+    // A pointer, not a reference: GCC 13 cannot tell that it points into `c`.
+    const SafetensorsTensor* bits_tensor = &grid_tensor(c, "occupancy.bits", {n, nerf::kGridCells / 8}, source);
+    const SafetensorsTensor& b = *bits_tensor;
     if (b.dtype != TensorDtype::U8) throw InputError(source + ": tensor \"occupancy.bits\" must be U8");
     bits = values_as_bytes(b.values);
 }
