@@ -139,10 +139,12 @@ void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchVie
 void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid, const uint32_t* offsets,
                             uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
                             cudaStream_t stream);
-// rgb_out[i] (i in [ray_begin, ray_end), RGB floats) = render_ray of the ray's samples on `background`.
+// rgb_out[i] (i in [ray_begin, ray_end), RGB floats) = render_ray of the ray's
+// samples on `background`; with depth_out, depth_out[i] = its depth / opacity
+// where the opacity passes min_depth_opacity, else 0 (and no colour).
 void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
                                 const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
-                                float* rgb_out, cudaStream_t stream);
+                                float* rgb_out, float* depth_out, float min_depth_opacity, cudaStream_t stream);
 
 // ---- Occupancy grid -----------------------------------------------------------
 

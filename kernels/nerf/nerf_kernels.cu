@@ -197,7 +197,8 @@ __global__ void march_view_kernel(const NerfViewRays v, const NerfMarchView g, c
 
 __global__ void composite_view_kernel(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin,
                                       uint32_t ray_end, const float* sigma, const float* rgb, const float* t,
-                                      const float* dt, Vec3 background, float* rgb_out) {
+                                      const float* dt, Vec3 background, float* rgb_out, float* depth_out,
+                                      float min_depth_opacity) {
     const uint32_t i = ray_begin + blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ray_end) return;
     const uint32_t f = offsets[i] - offsets[ray_begin];
@@ -209,6 +210,10 @@ __global__ void composite_view_kernel(const uint32_t* offsets, const uint32_t* c
     s.t = t + f;
     const float bg[3] = {background.x, background.y, background.z};
     const nerf::RayResult<float> res = nerf::render_ray(s, bg);
+    if (depth_out) {
+        depth_out[i] = res.opacity > min_depth_opacity ? res.depth / res.opacity : 0.f;
+        return;
+    }
     for (int c = 0; c < 3; ++c) rgb_out[3 * (size_t)i + c] = res.rgb[c];
 }
 
@@ -359,10 +364,10 @@ void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid,
 
 void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
                                 const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
-                                float* rgb_out, cudaStream_t stream) {
+                                float* rgb_out, float* depth_out, float min_depth_opacity, cudaStream_t stream) {
     if (ray_end <= ray_begin) return;
     composite_view_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(
-        offsets, counts, ray_begin, ray_end, sigma, rgb, t, dt, background, rgb_out);
+        offsets, counts, ray_begin, ray_end, sigma, rgb, t, dt, background, rgb_out, depth_out, min_depth_opacity);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

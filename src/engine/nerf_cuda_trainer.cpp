@@ -364,11 +364,17 @@ void NerfCudaTrainer::synchronize() {
 }
 
 Image NerfCudaTrainer::render_view(const Camera& camera, Vec3 background) {
+    return render_pixels(camera, background, false);
+}
+
+Image NerfCudaTrainer::render_depth(const Camera& camera) { return render_pixels(camera, Vec3{0, 0, 0}, true); }
+
+Image NerfCudaTrainer::render_pixels(const Camera& camera, Vec3 background, bool depth_only) {
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
-    img.channels = 3;
-    img.pixels.resize(img.pixel_count() * 3);
+    img.channels = depth_only ? 1 : 3;
+    img.pixels.resize(img.pixel_count() * img.channels);
     density_->use_inference_params(stream_);
     colour_->use_inference_params(stream_);
     const gpu::NerfMarchView grid = march_view();
@@ -399,11 +405,14 @@ Image NerfCudaTrainer::render_view(const Camera& camera, Vec3 background) {
             gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(),
                                          rgb_.data(), n, stream_);
             gpu::launch_nerf_composite_view(view_offsets_.data(), view_counts_.data(), r0, r1, sigma_.data(),
-                                            rgb_.data(), t_.data(), dt_.data(), background, view_rgb_.data(), stream_);
+                                            rgb_.data(), t_.data(), dt_.data(), background,
+                                            depth_only ? nullptr : view_rgb_.data(), depth_only ? view_rgb_.data() : nullptr,
+                                            (float)nerf::NerfTrainer<float>::kMinDepthOpacity, stream_);
             r0 = r1;
         }
-        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(img.pixels.data() + 3 * p0, view_rgb_.data(), 3 * (size_t)m * sizeof(float),
-                                           cudaMemcpyDeviceToHost, stream_));
+        const size_t channels = (size_t)img.channels;
+        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(img.pixels.data() + channels * p0, view_rgb_.data(),
+                                           channels * m * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     }
     density_->use_training_params(stream_);
     colour_->use_training_params(stream_);

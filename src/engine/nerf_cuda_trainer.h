@@ -42,6 +42,7 @@ public:
     void synchronize() override;
 
     Image render_view(const Camera& camera, Vec3 background) override;
+    Image render_depth(const Camera& camera) override;
     double psnr_on(const NerfDataset& dataset, Vec3 background) override;
 
     nerf::NerfTrainingState save_state() const override;
@@ -100,6 +101,8 @@ private:
     void adapt_ray_count();
     void march_and_compact(int slot);
     gpu::NerfMarchView march_view() const;
+    // Colour (3 channels) or depth (1: NerfTrainer::render_depth's definition).
+    Image render_pixels(const Camera& camera, Vec3 background, bool depth_only);
     nerf::RayLoss ray_loss() const { return ray_loss_; }
 
     const NerfDataset& dataset_;

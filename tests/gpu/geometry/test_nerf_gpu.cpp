@@ -195,6 +195,14 @@ TEST(NerfGpu, TrainsTheSyntheticSceneAndItsStateRendersOnTheCpu) {
     std::printf("gpu vs cpu render of the same state: mean |difference| %.2e\n", diff);
     EXPECT_LT(diff, 1e-2);
     EXPECT_EQ(cpu.step_count(), gpu.step_count());
+    // Depth by the same definition on both.
+    const Image da = gpu.render_depth(camera), db = cpu.render_depth(camera);
+    ASSERT_EQ(da.pixels.size(), db.pixels.size());
+    double depth_diff = 0;
+    for (size_t i = 0; i < da.pixels.size(); ++i) depth_diff += std::fabs(da.pixels[i] - db.pixels[i]);
+    depth_diff /= (double)da.pixels.size();
+    std::printf("gpu vs cpu depth of the same state: mean |difference| %.2e\n", depth_diff);
+    EXPECT_LT(depth_diff, 1e-2);
 }
 
 } // namespace
