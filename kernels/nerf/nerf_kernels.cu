@@ -26,6 +26,24 @@ constexpr uint32_t kRayThreads = 64;
 
 uint32_t blocks_for(size_t n, uint32_t threads = kThreads) { return (uint32_t)((n + threads - 1) / threads); }
 
+// Reserves n consecutive samples of a buffer of `capacity` for ray r
+// (counters: samples asked for, rays kept, samples kept); a ray that does not
+// fit is dropped (count kDroppedRay). Returns whether it was kept.
+__device__ bool reserve_samples(uint32_t r, uint32_t n, uint32_t capacity, uint32_t* counters, uint32_t* first,
+                                uint32_t* count) {
+    const uint32_t base = atomicAdd(&counters[0], n);
+    if ((uint64_t)base + (uint64_t)n > capacity) {
+        first[r] = 0;
+        count[r] = kDroppedRay;
+        return false;
+    }
+    atomicAdd(&counters[1], 1u);
+    atomicAdd(&counters[2], n);
+    first[r] = base;
+    count[r] = n;
+    return true;
+}
+
 __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec3 dir, float t, float dt) {
     s.positions[3 * (size_t)i + 0] = p.x;
     s.positions[3 * (size_t)i + 1] = p.y;
@@ -56,17 +74,8 @@ __global__ void training_rays_kernel(const NerfTrainingRaysArgs a) {
     // to the networks, and a reserved range keeps a ray's samples together).
     const int n = nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
                                   [](Vec3, float, float) {});
-    const uint32_t base = atomicAdd(&a.counters[0], (uint32_t)n);
-    if ((uint64_t)base + (uint64_t)n > a.samples.capacity) {
-        a.ray_first[r] = 0;
-        a.ray_count[r] = kDroppedRay;
-        return;
-    }
-    atomicAdd(&a.counters[1], 1u);
-    atomicAdd(&a.counters[2], (uint32_t)n);
-    a.ray_first[r] = base;
-    a.ray_count[r] = (uint32_t)n;
-    uint32_t i = base;
+    if (!reserve_samples(r, (uint32_t)n, a.samples.capacity, a.counters, a.ray_first, a.ray_count)) return;
+    uint32_t i = a.ray_first[r];
     nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
                     [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, ray.direction, t, dt); });
 }
@@ -82,16 +91,8 @@ __global__ void compact_rays_kernel(const NerfCompactArgs a) {
     }
     const uint32_t f = a.ray_first[r];
     const int n = nerf::samples_used(a.sigma + f, a.in.dt + f, (int)a.ray_count[r]);
-    const uint32_t base = atomicAdd(&a.counters[0], (uint32_t)n);
-    if ((uint64_t)base + (uint64_t)n > a.out.capacity) {
-        a.out_first[r] = 0;
-        a.out_count[r] = kDroppedRay;
-        return;
-    }
-    atomicAdd(&a.counters[1], 1u);
-    atomicAdd(&a.counters[2], (uint32_t)n);
-    a.out_first[r] = base;
-    a.out_count[r] = (uint32_t)n;
+    if (!reserve_samples(r, (uint32_t)n, a.out.capacity, a.counters, a.out_first, a.out_count)) return;
+    const uint32_t base = a.out_first[r];
     for (int i = 0; i < n; ++i) {
         const size_t from = f + i, to = base + i;
         for (int c = 0; c < 3; ++c) {
