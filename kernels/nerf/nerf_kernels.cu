@@ -10,6 +10,8 @@
 #include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
 
+#include <cooperative_groups.h>
+#include <cooperative_groups/scan.h>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -19,6 +21,8 @@
 namespace fusedngp::gpu {
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr uint32_t kThreads = 128;
 // Per-ray kernels: a step has ~10^4 rays, each a long dependent loop, so
 // small blocks spread them over all SMs.
@@ -26,22 +30,30 @@ constexpr uint32_t kRayThreads = 64;
 
 uint32_t blocks_for(size_t n, uint32_t threads = kThreads) { return (uint32_t)((n + threads - 1) / threads); }
 
+// *counter += n for every thread that calls it, with one atomic per group of
+// threads arriving together (every ray of a step adds to the same three
+// counters); returns this thread's old value, as atomicAdd would.
+__device__ uint32_t aggregated_add(uint32_t* counter, uint32_t n) {
+    const cg::coalesced_group g = cg::coalesced_threads();
+    const uint32_t prefix = cg::exclusive_scan(g, n);
+    const uint32_t total = g.shfl(prefix + n, g.size() - 1);
+    uint32_t base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(counter, total);
+    return g.shfl(base, 0) + prefix;
+}
+
 // Reserves n consecutive samples of a buffer of `capacity` for ray r
 // (counters: samples asked for, rays kept, samples kept); a ray that does not
 // fit is dropped (count kDroppedRay). Returns whether it was kept.
 __device__ bool reserve_samples(uint32_t r, uint32_t n, uint32_t capacity, uint32_t* counters, uint32_t* first,
                                 uint32_t* count) {
-    const uint32_t base = atomicAdd(&counters[0], n);
-    if ((uint64_t)base + (uint64_t)n > capacity) {
-        first[r] = 0;
-        count[r] = kDroppedRay;
-        return false;
-    }
-    atomicAdd(&counters[1], 1u);
-    atomicAdd(&counters[2], n);
-    first[r] = base;
-    count[r] = n;
-    return true;
+    const uint32_t base = aggregated_add(&counters[0], n);
+    const bool fits = (uint64_t)base + (uint64_t)n <= capacity;
+    aggregated_add(&counters[1], fits ? 1u : 0u);
+    aggregated_add(&counters[2], fits ? n : 0u);
+    first[r] = fits ? base : 0;
+    count[r] = fits ? n : kDroppedRay;
+    return fits;
 }
 
 __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec3 dir, float t, float dt) {

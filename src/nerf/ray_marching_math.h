@@ -243,6 +243,10 @@ FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitte
     if (!ray_box_interval(origin, inv_dir, bounds, t0, t1)) return 0;
     float t = t0 + jitter * march_step(t0, m.cone_angle, m.n_cascades);
     int n = 0;
+    // The last cell tested and its bit: consecutive lattice points in one
+    // occupied cell (about four at the finest step) read the bitfield once.
+    uint32_t last_index = 0xFFFFFFFFu;
+    bool last_bit = false;
     while (t <= t1 && n < m.max_samples) {
         const Vec3 p = origin + dir * t;
         const float dt = march_step(t, m.cone_angle, m.n_cascades);
@@ -251,7 +255,12 @@ FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitte
             t += dt;
             continue;
         }
-        if (grid_bit(bits, grid_index(k, cell_of(p, k)))) {
+        const uint32_t index = grid_index(k, cell_of(p, k));
+        if (index != last_index) {
+            last_index = index;
+            last_bit = grid_bit(bits, index);
+        }
+        if (last_bit) {
             emit(p, t, dt);
             ++n;
             t += dt;
