@@ -6,11 +6,13 @@
 #include "nerf_persist_scene.h"
 
 #include "engine/nerf_model_file.h"
+#include "engine/nerf_training_factory.h"
 #include "geometry/mesh_checks.h"
 #include "geometry/mesh_io.h"
 #include "nerf/nerf_dataset.h"
 #include "nerf/nerf_mesh.h"
 #include "nerf/ray_marching_math.h"
+#include "persist/nerf_scene.h"
 
 #include <gtest/gtest.h>
 
@@ -198,6 +200,41 @@ TEST(NerfMesh, SkippingEmptyCellsKeepsTheSurface) {
     std::printf("[ measured ] grid %.3f occupied; %zu triangles skipping empty cells, %zu evaluating all\n",
                 (double)occupied, skipped.triangles.size(), full.triangles.size());
     EXPECT_EQ(skipped.triangles, full.triangles);
+}
+
+TEST(NerfMesh, LargeScenesMeshTheirWholeBoxAndStayClosed) {
+    // aabb_scale 4: three cascades, scene box [-1.5, 2.5]^3. One occupied
+    // cell of the outer cascade, far outside the unit cube; with an iso value
+    // below every density the untrained model has, the mesh is the closed
+    // skin of that cell's dilated neighbourhood (3 x 3 x 3 cells of 1/32).
+    NerfScene scene;
+    scene.aabb_scale = 4;
+    const NerfDataset data = frameless_dataset(scene, "mem");
+    const json config = json::parse(test::kNerfPersistConfig);
+    auto trainer = create_nerf_training("cpu", data, config, nerf::nerf_settings_from_config(config, 4, 64, 7));
+    nerf::NerfTrainingState state = trainer->save_state();
+    const nerf::Cell3 cell{4, 4, 4};
+    state.grid_density.assign(state.grid_density.size(), 0.f);
+    state.grid_density[nerf::grid_index(2, cell)] = 100.f;
+    state.grid_bits.assign(state.grid_bits.size(), 0);
+    state.grid_bits[nerf::grid_index(2, cell) >> 3] = (uint8_t)(1u << (nerf::grid_index(2, cell) & 7u));
+    trainer->load_state(state);
+
+    nerf::NerfMeshSettings settings;
+    settings.resolution = 128;  // lattice cells of 1/32, as the outer cascade's
+    settings.density = 1e-6f;
+    settings.box = nerf_scene_box(data);
+    const TriangleMesh mesh = nerf::extract_nerf_mesh(*trainer, settings);
+    EXPECT_TRUE(analyse_mesh(mesh).watertight()) << analyse_mesh(mesh).describe();
+    const Box3 cell_box = nerf::cell_box(2, cell);
+    const float margin = 1.f / 32 + 1.f / 32 + 1e-4f;  // the dilation, then one lattice cell
+    const Box3 bounds = mesh.bounds();
+    for (int a = 0; a < 3; ++a) {
+        EXPECT_GE(bounds.lo[a], cell_box.lo[a] - margin) << a;
+        EXPECT_LE(bounds.hi[a], cell_box.hi[a] + margin) << a;
+        EXPECT_LT(bounds.hi[a], 0.f) << a;  // outside the unit cube
+    }
+    ASSERT_EQ(mesh.colors.size(), mesh.vertices.size());
 }
 
 TEST(NerfMeshCli, ExportedWeightsGiveTheSnapshotsMeshAsObj) {
