@@ -175,6 +175,10 @@ TEST(SdfCli, BadMeshAndRenderOptionsAreUsageErrors) {
     }
     auto r = run_cli("mesh " + snap + " --out " + (dir / "m.stl").string());
     EXPECT_EQ(r.exit_code, 2) << r.err;
+    r = run_cli("mesh " + snap + " --density 2.5 --out " + (dir / "m.ply").string());  // NeRF's iso value
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--density"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "m.ply"));
     r = run_cli("render " + snap + " --render-mode xray --out " + (dir / "x.png").string());
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("xray"), std::string::npos) << r.err;

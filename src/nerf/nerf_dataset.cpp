@@ -356,6 +356,12 @@ Vec3 nerf_world_to_unit(Vec3 p_world, float scale, Vec3 offset) {
 
 Vec3 nerf_direction_to_unit(Vec3 d_world) { return {d_world.y, d_world.z, d_world.x}; }
 
+Vec3 nerf_unit_to_world(Vec3 p_unit, float scale, Vec3 offset) {
+    return (nerf_direction_to_world(p_unit) - offset) / scale;
+}
+
+Vec3 nerf_direction_to_world(Vec3 d_unit) { return {d_unit.z, d_unit.x, d_unit.y}; }
+
 Box3 nerf_scene_box(const NerfDataset& dataset) {
     Vec3 half{0.5f * dataset.aabb_scale, 0.5f * dataset.aabb_scale, 0.5f * dataset.aabb_scale};
     Vec3 centre{0.5f, 0.5f, 0.5f};

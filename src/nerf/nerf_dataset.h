@@ -100,6 +100,10 @@ NerfDataset load_nerf_dataset(const std::string& json_path, const NerfLoadOption
 // without scale and offset).
 Vec3 nerf_world_to_unit(Vec3 p_world, float scale, Vec3 offset);
 Vec3 nerf_direction_to_unit(Vec3 d_world);
+// Their inverses, model -> world: p_world = (P^-1(p_unit) - offset) / scale,
+// P^-1(x, y, z) = (z, x, y) (exported meshes go back to the scene's frame).
+Vec3 nerf_unit_to_world(Vec3 p_unit, float scale, Vec3 offset);
+Vec3 nerf_direction_to_world(Vec3 d_unit);
 
 // The scene's box in the model's coordinates: side aabb_scale around the centre.
 Box3 nerf_scene_box(const NerfDataset& dataset);

@@ -1,0 +1,176 @@
+#include "nerf/nerf_mesh.h"
+
+#include "core/errors.h"
+#include "geometry/marching_cubes.h"
+#include "nerf/nerf_model_layout.h"
+#include "nerf/ray_marching_math.h"
+#include "nerf/volume_rendering.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+
+namespace fusedngp::nerf {
+
+namespace {
+
+// Points per inference call: large enough to amortise the call, small enough
+// that a thread's scratch stays a few MB.
+constexpr Eigen::Index kChunk = 1 << 14;
+// Raw density outputs above this would make sigma (and the lattice's central
+// differences) overflow float; sigma is far above any useful iso value there.
+constexpr float kMaxRawDensity = 30.f;
+
+// model.inference over the rows of `in`, in chunks shared by all hardware
+// threads (inference is const and keeps no state, so threads can share it).
+void parallel_inference(const Model<float>& model, const float* params, const Matrix<float>& in, Matrix<float>& out) {
+    const Eigen::Index n = in.rows();
+    out.resize(n, model.n_output_dims());
+    const Eigen::Index n_chunks = (n + kChunk - 1) / kChunk;
+    std::atomic<Eigen::Index> next{0};
+    auto work = [&] {
+        Matrix<float> chunk_in, chunk_out;
+        for (Eigen::Index c = next++; c < n_chunks; c = next++) {
+            const Eigen::Index s0 = c * kChunk, m = std::min(kChunk, n - s0);
+            chunk_in = in.middleRows(s0, m);
+            model.inference(chunk_in, chunk_out, params);
+            out.middleRows(s0, m) = chunk_out;
+        }
+    };
+    const unsigned n_threads = (unsigned)std::min<Eigen::Index>(std::max(1u, std::thread::hardware_concurrency()), n_chunks);
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+}
+
+float sigma_of_raw(float raw) { return trunc_exp(std::min(raw, kMaxRawDensity)); }
+
+float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+
+uint8_t to_byte(float c) { return (uint8_t)std::lround(std::clamp(c, 0.f, 1.f) * 255.f); }
+
+// The marching-cubes field: -sigma (inside is below the level -density).
+// Points the dilated grid marks empty, and the box's faces, get 0 without an
+// evaluation.
+class DensityField {
+public:
+    DensityField(const NerfTraining& training, const NerfMeshSettings& settings)
+        : model_(training.density_model()), params_(training.density_inference_params()),
+          progress_(settings.progress), box_(settings.box),
+          half_cell_(settings.box.extent() * (0.5f / (float)settings.resolution)) {
+        const uint64_t side = settings.resolution + 1;
+        total_points_ = side * side * side;
+        if (settings.skip_empty) {
+            const OccupancyGrid grid = training.occupancy_grid();
+            n_cascades_ = grid.n_cascades();
+            dilated_bits_ = dilated_occupancy_bits(grid);
+        }
+    }
+
+    void operator()(const Matrix<float>& points, Matrix<float>& values) {
+        const Eigen::Index n = points.rows();
+        values.setZero(n, 1);
+        std::vector<Eigen::Index> rows = rows_to_evaluate(points);
+        Matrix<float> in((Eigen::Index)rows.size(), 3), raw;
+        for (size_t i = 0; i < rows.size(); ++i) in.row((Eigen::Index)i) = points.row(rows[i]);
+        parallel_inference(model_, params_.data(), in, raw);
+        for (size_t i = 0; i < rows.size(); ++i) values(rows[i], 0) = -sigma_of_raw(raw((Eigen::Index)i, 0));
+        done_points_ += (uint64_t)n;
+        if (progress_) progress_(std::min(1.0, (double)done_points_ / (double)total_points_));
+    }
+
+private:
+    std::vector<Eigen::Index> rows_to_evaluate(const Matrix<float>& points) const {
+        std::vector<Eigen::Index> rows;
+        rows.reserve((size_t)points.rows());
+        for (Eigen::Index i = 0; i < points.rows(); ++i) {
+            const Vec3 p{points(i, 0), points(i, 1), points(i, 2)};
+            if (on_box_face(p)) continue;
+            if (dilated_bits_.empty() || grid_occupied(dilated_bits_.data(), n_cascades_, p)) rows.push_back(i);
+        }
+        return rows;
+    }
+
+    // Lattice points on the box's faces count as empty, so a surface that
+    // reaches the box is capped there and the mesh stays closed.
+    bool on_box_face(Vec3 p) const {
+        for (int a = 0; a < 3; ++a)
+            if (p[a] - box_.lo[a] < half_cell_[a] || box_.hi[a] - p[a] < half_cell_[a]) return true;
+        return false;
+    }
+
+    const Model<float>& model_;
+    std::vector<float> params_;
+    std::function<void(double)> progress_;
+    Box3 box_;
+    Vec3 half_cell_;
+    int n_cascades_ = 0;
+    std::vector<uint8_t> dilated_bits_;  // empty: evaluate everywhere
+    uint64_t total_points_ = 0, done_points_ = 0;
+};
+
+void set_bit(std::vector<uint8_t>& bits, uint32_t index) { bits[index >> 3] |= (uint8_t)(1u << (index & 7u)); }
+
+void set_neighbourhood(std::vector<uint8_t>& bits, int k, Cell3 c) {
+    const int last = kGridResolution - 1;
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                const int x = (int)c.x + dx, y = (int)c.y + dy, z = (int)c.z + dz;
+                if (x < 0 || y < 0 || z < 0 || x > last || y > last || z > last) continue;
+                set_bit(bits, grid_index(k, Cell3{(uint32_t)x, (uint32_t)y, (uint32_t)z}));
+            }
+}
+
+} // namespace
+
+std::vector<uint8_t> dilated_occupancy_bits(const OccupancyGrid& grid) {
+    const std::vector<uint8_t>& bits = grid.bits();
+    std::vector<uint8_t> dilated(bits.size(), 0);
+    for (int k = 0; k < grid.n_cascades(); ++k)
+        for (uint32_t m = 0; m < kGridCells; ++m)
+            if (grid_bit(bits.data(), (uint32_t)k * kGridCells + m)) set_neighbourhood(dilated, k, morton3_decode(m));
+    return dilated;
+}
+
+TriangleMesh extract_nerf_mesh(const NerfTraining& training, const NerfMeshSettings& settings) {
+    if (!(settings.density > 0) || !std::isfinite(settings.density)) {
+        throw InputError("the density iso value must be positive and finite, got " + std::to_string(settings.density));
+    }
+    IsosurfaceSettings iso;
+    iso.resolution = settings.resolution;
+    iso.level = -settings.density;
+    iso.box = settings.box;
+    validate_isosurface_settings(iso);
+    DensityField field(training, settings);
+    TriangleMesh mesh = extract_isosurface([&](const Matrix<float>& p, Matrix<float>& v) { field(p, v); }, iso);
+    colour_nerf_mesh(training, mesh);
+    return mesh;
+}
+
+void colour_nerf_mesh(const NerfTraining& training, TriangleMesh& mesh) {
+    const Eigen::Index n = (Eigen::Index)mesh.vertices.size();
+    if (mesh.normals.size() != mesh.vertices.size()) throw InputError("colouring a NeRF mesh needs its normals");
+    Matrix<float> positions(n, 3), density_out, colour_in(n, kColourInputs), colour_raw;
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) {
+            positions(i, a) = mesh.vertices[i][a];
+            colour_in(i, a) = 0.5f * (-mesh.normals[i][a] + 1.f);
+        }
+    parallel_inference(training.density_model(), training.density_inference_params().data(), positions, density_out);
+    colour_in.rightCols(kDensityOutputs) = density_out;
+    parallel_inference(training.colour_model(), training.colour_inference_params().data(), colour_in, colour_raw);
+    mesh.colors.resize((size_t)n);
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (int c = 0; c < 3; ++c) mesh.colors[i][c] = to_byte(sigmoid(colour_raw(i, c)));
+}
+
+void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset) {
+    for (Vec3& v : mesh.vertices) v = nerf_unit_to_world(v, scale, offset);
+    for (Vec3& n : mesh.normals) n = nerf_direction_to_world(n);
+}
+
+} // namespace fusedngp::nerf
