@@ -39,10 +39,6 @@ void restore_params(std::vector<float>& params, const std::vector<float>& saved,
 
 } // namespace
 
-Image NerfTraining::render_depth(const Camera&) {
-    throw InputError("depth rendering is not available on the " + backend_name() + " NeRF trainer");
-}
-
 NerfTrainingState CpuNerfTraining::save_state() const {
     auto& t = const_cast<NerfTrainer<float>&>(trainer_);  // Optimizer::state() is non-const; nothing changes
     NerfTrainingState s;

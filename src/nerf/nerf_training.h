@@ -53,10 +53,9 @@ public:
     // Inference with the optimizers' inference parameters (EMA average).
     virtual Image render_view(const Camera& camera, Vec3 background) = 0;
     virtual double psnr_on(const NerfDataset& dataset, Vec3 background) = 0;
-    // Added for the app's depth view: the expected termination depth per
-    // pixel (NerfTrainer::render_depth's definition), 1 channel. The default
-    // throws InputError, so a backend without it still builds; CPU implements it.
-    virtual Image render_depth(const Camera& camera);
+    // The expected termination depth per pixel (NerfTrainer::render_depth's
+    // definition), 1 channel: the app's depth view.
+    virtual Image render_depth(const Camera& camera) = 0;
 
     virtual NerfTrainingState save_state() const = 0;
     // Throws InputError when the state does not fit (sizes, buffer names).
