@@ -1,6 +1,8 @@
 // Runs the fusedngp binary in tests and captures its exit code and output.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,6 +65,17 @@ inline int count_lines(const std::string& s) {
 inline void write_text_file(const std::filesystem::path& path, const std::string& text) {
     std::ofstream f(path);
     f << text;
+}
+
+// A command that must fail on bad input: exit 2, one line on stderr naming
+// `needle`, and nothing at `out`.
+inline void expect_cli_input_error(const std::string& args, const std::filesystem::path& out,
+                                   const std::string& needle) {
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected \"" << needle << "\" in: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << out;
 }
 
 } // namespace fusedngp::test

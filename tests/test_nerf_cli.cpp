@@ -12,6 +12,7 @@
 #include <filesystem>
 
 namespace fs = std::filesystem;
+using fusedngp::test::expect_cli_input_error;
 using fusedngp::test::count_lines;
 using fusedngp::test::make_temp_dir;
 using fusedngp::test::read_text;
@@ -48,14 +49,6 @@ const Scene& scene() {
 std::string train_args(const std::string& data, const fs::path& out, const std::string& backend = "cpu") {
     return "train --data " + data + " --backend " + backend + " --config " + scene().config.string() +
            " --steps 150 --batch 512 --eval-every 0 --out " + out.string();
-}
-
-void expect_input_error(const std::string& args, const fs::path& out, const std::string& needle) {
-    auto r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
-    EXPECT_EQ(count_lines(r.err), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(out)) << out;
 }
 
 } // namespace
@@ -112,12 +105,12 @@ TEST(NerfCli, BadInputsAreOneLineErrorsWithNoOutput) {
     const fs::path dir = make_temp_dir("nerf_cli_bad");
     const fs::path out = dir / "out";
     fs::create_directories(dir / "empty_scene");
-    expect_input_error(train_args((dir / "empty_scene").string(), out), out, "transforms");
+    expect_cli_input_error(train_args((dir / "empty_scene").string(), out), out, "transforms");
     write_text_file(dir / "broken.json", "{\"frames\": [");
-    expect_input_error(train_args((dir / "broken.json").string(), out), out, "broken.json");
+    expect_cli_input_error(train_args((dir / "broken.json").string(), out), out, "broken.json");
     if (fusedngp::available_backends().front() != "cuda")  // no device: --backend cuda is a clear error
-        expect_input_error(train_args(scene().dir.string(), out, "cuda"), out, "--backend cuda");
-    expect_input_error(train_args(scene().dir.string(), out) + " --test " + (dir / "missing.json").string(), out,
+        expect_cli_input_error(train_args(scene().dir.string(), out, "cuda"), out, "--backend cuda");
+    expect_cli_input_error(train_args(scene().dir.string(), out) + " --test " + (dir / "missing.json").string(), out,
                        "missing.json");
-    expect_input_error(train_args(scene().dir.string(), out) + " --background pink", out, "--background");
+    expect_cli_input_error(train_args(scene().dir.string(), out) + " --background pink", out, "--background");
 }

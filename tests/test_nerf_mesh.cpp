@@ -22,6 +22,7 @@
 #include <random>
 
 namespace fs = std::filesystem;
+using fusedngp::test::expect_cli_input_error;
 using namespace fusedngp;
 using fusedngp::test::count_lines;
 using fusedngp::test::make_temp_dir;
@@ -79,14 +80,6 @@ float world_distance_to_scene(const SyntheticScene& scene, Vec3 world) {
 float median(std::vector<float> v) {
     std::nth_element(v.begin(), v.begin() + (long)v.size() / 2, v.end());
     return v[v.size() / 2];
-}
-
-void expect_input_error(const std::string& args, const fs::path& out, const std::string& needle) {
-    const auto r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
-    EXPECT_EQ(count_lines(r.err), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected \"" << needle << "\" in: " << r.err;
-    EXPECT_FALSE(fs::exists(out)) << out;
 }
 
 } // namespace
@@ -258,14 +251,14 @@ TEST(NerfMeshCli, BadInputsAreOneLineErrorsWithoutOutput) {
     const fs::path dir = make_temp_dir("nerf_mesh_bad");
     const std::string model = quick_snapshot().string();
     const fs::path ply = dir / "m.ply";
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --density 0", ply, "--density");
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --density -1", ply, "--density");
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --resolution 1", ply, "--resolution");
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --resolution 2000", ply, "--resolution");
-    expect_input_error("mesh " + model + " --out " + (dir / "m.stl").string(), dir / "m.stl", "m.stl");
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --level 0.1", ply, "--level");
-    expect_input_error("mesh " + (dir / "missing.fusedngp").string() + " --out " + ply.string(), ply,
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --density 0", ply, "--density");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --density -1", ply, "--density");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --resolution 1", ply, "--resolution");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --resolution 2000", ply, "--resolution");
+    expect_cli_input_error("mesh " + model + " --out " + (dir / "m.stl").string(), dir / "m.stl", "m.stl");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --level 0.1", ply, "--level");
+    expect_cli_input_error("mesh " + (dir / "missing.fusedngp").string() + " --out " + ply.string(), ply,
                        "missing.fusedngp");
     // A density above anything the model holds: an empty surface, no file.
-    expect_input_error("mesh " + model + " --out " + ply.string() + " --resolution 8 --density 1e30", ply, "empty");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --resolution 8 --density 1e30", ply, "empty");
 }

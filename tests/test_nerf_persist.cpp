@@ -22,6 +22,7 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
+using fusedngp::test::expect_cli_input_error;
 using namespace fusedngp;
 using fusedngp::test::count_lines;
 using fusedngp::test::make_temp_dir;
@@ -54,14 +55,6 @@ void expect_same_tensors(const fs::path& a, const fs::path& b) {
         EXPECT_EQ(ca.tensors[i].name, cb.tensors[i].name);
         EXPECT_TRUE(ca.tensors[i].values == cb.tensors[i].values) << ca.tensors[i].name << " differs";
     }
-}
-
-void expect_input_error(const std::string& args, const fs::path& out, const std::string& needle) {
-    const auto r = run_cli(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
-    EXPECT_EQ(count_lines(r.err), 1) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << "expected \"" << needle << "\" in: " << r.err;
-    EXPECT_FALSE(fs::exists(out)) << out;
 }
 
 } // namespace
@@ -140,7 +133,7 @@ TEST(NerfPersistCli, ResumingWithADifferentConfigIsAnError) {
     other["network"]["n_neurons"] = 16;
     write_text_file(dir / "other.json", other.dump());
     const fs::path out = dir / "out";
-    expect_input_error("train --data " + nerf_persist_scene().dir.string() + " --config " + (dir / "other.json").string() +
+    expect_cli_input_error("train --data " + nerf_persist_scene().dir.string() + " --config " + (dir / "other.json").string() +
                            " --steps 30 --resume " + trained_snapshot().string() + " --out " + out.string(),
                        out, "different config");
 }
@@ -251,12 +244,12 @@ TEST(NerfPersistCli, BadInputsAreOneLineErrorsWithNoOutput) {
     const fs::path out = dir / "out";
     const std::string snap = trained_snapshot().string();
     // Missing and truncated model files.
-    expect_input_error("render " + (dir / "missing.fusedngp").string() + " --out " + (out / "v.png").string(), out,
+    expect_cli_input_error("render " + (dir / "missing.fusedngp").string() + " --out " + (out / "v.png").string(), out,
                        "missing.fusedngp");
     const std::string bytes = read_text(snap);
     std::ofstream((dir / "cut.fusedngp").string(), std::ios::binary).write(bytes.data(), (std::streamsize)bytes.size() / 2);
-    expect_input_error("render " + (dir / "cut.fusedngp").string() + " --out " + (out / "v.png").string(), out, "cut.fusedngp");
-    expect_input_error(nerf_train_args(out, 30) + " --resume " + (dir / "cut.fusedngp").string(), out, "cut.fusedngp");
+    expect_cli_input_error("render " + (dir / "cut.fusedngp").string() + " --out " + (out / "v.png").string(), out, "cut.fusedngp");
+    expect_cli_input_error(nerf_train_args(out, 30) + " --resume " + (dir / "cut.fusedngp").string(), out, "cut.fusedngp");
     // An image-mode snapshot where a NeRF one is expected, and the other way round.
     Snapshot image_snap;
     image_snap.config = json::object();
@@ -264,35 +257,35 @@ TEST(NerfPersistCli, BadInputsAreOneLineErrorsWithNoOutput) {
     image_snap.mode_info = json::object();
     image_snap.backend = "cpu";
     save_snapshot((dir / "image.fusedngp").string(), image_snap);
-    expect_input_error(nerf_train_args(out, 30) + " --resume " + (dir / "image.fusedngp").string(), out,
+    expect_cli_input_error(nerf_train_args(out, 30) + " --resume " + (dir / "image.fusedngp").string(), out,
                        "not a NeRF snapshot");
-    expect_input_error("train --data " + std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png --steps 3 --resume " +
+    expect_cli_input_error("train --data " + std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png --steps 3 --resume " +
                            snap + " --out " + out.string(),
                        out, "nerf-snapshot-v1");
     // `mesh` takes NeRF models (tests/test_nerf_mesh.cpp), but not the SDF mode's --level.
-    expect_input_error("mesh " + snap + " --level 0.5 --out " + (out / "m.ply").string(), out, "--level");
+    expect_cli_input_error("mesh " + snap + " --level 0.5 --out " + (out / "m.ply").string(), out, "--level");
     // Camera paths.
     write_text_file(dir / "broken.json", "{\"keyframes\": [");
-    expect_input_error("render " + snap + " --camera-path " + (dir / "broken.json").string() + " --out " + out.string(),
+    expect_cli_input_error("render " + snap + " --camera-path " + (dir / "broken.json").string() + " --out " + out.string(),
                        out, "broken.json");
     write_text_file(dir / "notime.json", R"({"keyframes": [{"camera": {"orbit": [0, 0, 2]}}]})");
-    expect_input_error("render " + snap + " --camera-path " + (dir / "notime.json").string() + " --out " + out.string(),
+    expect_cli_input_error("render " + snap + " --camera-path " + (dir / "notime.json").string() + " --out " + out.string(),
                        out, "keyframes[0].time");
     write_text_file(dir / "order.json", R"({"keyframes": [{"time": 1, "camera": {"orbit": [0, 0, 2]}},
                                                           {"time": 1, "camera": {"orbit": [9, 0, 2]}}]})");
-    expect_input_error("render " + snap + " --camera-path " + (dir / "order.json").string() + " --out " + out.string(),
+    expect_cli_input_error("render " + snap + " --camera-path " + (dir / "order.json").string() + " --out " + out.string(),
                        out, "keyframes[1].time");
     // Options that do not fit.
-    expect_input_error("render " + snap + " --out " + (out / "v.jpg").string(), out, "v.jpg");
-    expect_input_error("render " + snap + " --background pink --out " + (out / "v.png").string(), out, "--background");
-    expect_input_error("render " + snap + " --test " + (dir / "nope.json").string() + " --out " + out.string(), out,
+    expect_cli_input_error("render " + snap + " --out " + (out / "v.jpg").string(), out, "v.jpg");
+    expect_cli_input_error("render " + snap + " --background pink --out " + (out / "v.png").string(), out, "--background");
+    expect_cli_input_error("render " + snap + " --test " + (dir / "nope.json").string() + " --out " + out.string(), out,
                        "nope.json");
     if (available_backends().front() != "cuda")  // no device: --backend cuda is a clear error
-        expect_input_error("render " + snap + " --backend cuda --out " + (out / "v.png").string(), out,
+        expect_cli_input_error("render " + snap + " --backend cuda --out " + (out / "v.png").string(), out,
                            "--backend cuda");
     if (std::system("command -v ffmpeg >/dev/null 2>&1") != 0) {
         write_text_file(dir / "one.json", R"({"keyframes": [{"time": 0, "camera": {"orbit": [0, 0, 2]}}]})");
-        expect_input_error("render " + snap + " --camera-path " + (dir / "one.json").string() + " --out " +
+        expect_cli_input_error("render " + snap + " --camera-path " + (dir / "one.json").string() + " --out " +
                                (out / "f.mp4").string(),
                            out, "ffmpeg is not on PATH");
     }
