@@ -7,6 +7,7 @@
 #include "config/unused_fields.h"
 #include "model/trainer.h"
 #include "modes/mode.h"
+#include "nerf/nerf_trainer.h"
 
 #include <cstdio>
 #include <string>
@@ -47,10 +48,17 @@ void print_info(const InfoOptions& o) {
     std::printf("config      %s\n", o.config.empty() ? ("default (configs/" + spec.name + ".json)").c_str() : o.config.c_str());
     std::printf("encoding    %-40s %12zu params\n", model.encoding().describe().c_str(), model.n_encoding_params());
     std::printf("network     %-40s %12zu params\n", model.network().describe().c_str(), model.n_network_params());
-    std::printf("total                                                 %12zu params\n", model.n_params());
+    size_t n_params = model.n_params();
+    if (spec.name == "nerf") {  // the second model: colour from direction and density features
+        const Model<float> colour(nerf::kColourInputs, 3, nerf::nerf_colour_model_config(config), 0);
+        std::printf("dir enc     %-40s %12zu params\n", colour.encoding().describe().c_str(), colour.n_encoding_params());
+        std::printf("rgb net     %-40s %12zu params\n", colour.network().describe().c_str(), colour.n_network_params());
+        n_params += colour.n_params();
+    }
+    std::printf("total                                                 %12zu params\n", n_params);
     std::printf("loss        %s\n", trainer.loss().otype().c_str());
     std::printf("optimizer   %s\n", trainer.optimizer().describe().dump().c_str());
-    double param_bytes = 4.0 * model.n_params();
+    double param_bytes = 4.0 * (double)n_params;
     std::printf("memory      %s fp32 parameters, %s with gradients and Adam moments\n",
                 human_bytes(param_bytes).c_str(), human_bytes(4 * param_bytes).c_str());
     std::printf("tensors     ");
