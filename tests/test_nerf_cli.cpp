@@ -79,6 +79,9 @@ TEST(NerfCli, TrainsTheSyntheticSceneToTheStatedTestPsnr) {
     EXPECT_EQ(s["psnr_history"][0][2], s["test_psnr"]);
     // Seen: 24.2 dB (an untrained model is ~10 dB): a convergence check with margin.
     EXPECT_GT(s["test_psnr"].get<double>(), 20.0);
+    // SSIM of the same final renders: well above an untrained model's, below a perfect 1.
+    EXPECT_GT(s["test_ssim"].get<double>(), 0.5);
+    EXPECT_LT(s["test_ssim"].get<double>(), 1.0);
     EXPECT_TRUE(fs::exists(out / "test_000.png"));
     EXPECT_TRUE(fs::exists(out / "test_001.png"));
     EXPECT_FALSE(fs::exists(out / "test_002.png"));
@@ -96,6 +99,7 @@ TEST(NerfCli, WithoutATestSplitRendersTheFirstTrainView) {
     nlohmann::json s = nlohmann::json::parse(read_text((out / "summary.json").string()));
     EXPECT_TRUE(s["test"].is_null());
     EXPECT_TRUE(s.contains("train_psnr"));
+    EXPECT_TRUE(s.contains("train_ssim"));
     EXPECT_FALSE(s.contains("test_psnr"));
     EXPECT_EQ(s["background"], nlohmann::json::array({0.0, 0.0, 0.0}));
     EXPECT_TRUE(fs::exists(out / "render.png"));

@@ -24,6 +24,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace fusedngp {
 
 
@@ -45,6 +47,18 @@ void save_view(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg, const
     Image img = trainer.render_view(camera, bg);
     img.color_space = ColorSpace::Srgb;  // the targets are the files' bytes, not linearised
     save_png(img, path);
+}
+
+// Decoding a scene's images takes seconds: on a terminal, a live count.
+NerfLoadOptions loading_progress() {
+    NerfLoadOptions o;
+    if (!isatty(fileno(stdout))) return o;
+    o.progress = [](size_t done, size_t total) {
+        std::printf("\r\033[Kloading images %zu/%zu", done, total);
+        if (done == total) std::printf("\r\033[K");
+        std::fflush(stdout);
+    };
+    return o;
 }
 
 // Milliseconds to render the first test view (its resolution) and, on the
@@ -118,9 +132,11 @@ int run_train_nerf(const TrainOptions& o) {
         paths.test = o.test;
     }
     std::vector<std::string> warnings;
-    const NerfDataset train = load_nerf_dataset(paths.train, {}, &warnings);
+    const NerfLoadOptions load = loading_progress();
+    const NerfDataset train = load_nerf_dataset(paths.train, load, &warnings);
     const bool has_test = !paths.test.empty();
-    const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, &warnings) : first_frames(train, kTrainEvalViews);
+    const NerfDataset test =
+        has_test ? load_nerf_dataset(paths.test, load, &warnings) : first_frames(train, kTrainEvalViews);
     if (resumed) check_nerf_resume_fits(*resumed, o.resume, train);
     const json config = resolve_nerf_config(o, resumed.get());
     // Resuming keeps the snapshot's batch unless --batch says otherwise (the
@@ -177,7 +193,9 @@ int run_train_nerf(const TrainOptions& o) {
         progress.update(outcome.last, last_psnr);
     }
     outcome.last.finished = true;
-    const double psnr = trainer.psnr_on(test, bg);
+    const nerf::ViewMetrics final_metrics =
+        nerf::mean_view_metrics(test, bg, [&](const Camera& camera) { return trainer.render_view(camera, bg); });
+    const double psnr = final_metrics.psnr;
     psnr_history.push_back({outcome.last.step, outcome.last.train_seconds, psnr});
     progress.finish(outcome.last, psnr);
 
@@ -230,6 +248,7 @@ int run_train_nerf(const TrainOptions& o) {
                  {"config", config}};
     // test_psnr on the test split; without one, the PSNR of the first train views.
     summary[has_test ? "test_psnr" : "train_psnr"] = json_number_or_null(psnr);
+    summary[has_test ? "test_ssim" : "train_ssim"] = json_number_or_null(final_metrics.ssim);
     std::string summary_text = summary.dump(2) + "\n";
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 

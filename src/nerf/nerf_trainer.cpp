@@ -61,9 +61,12 @@ Box3 nerf_march_bounds(const NerfDataset& dataset, int n_cascades) {
     return intersect(nerf_scene_box(dataset), cascade_box(n_cascades - 1));
 }
 
-double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::function<Image(const Camera&)>& render) {
+// Renders every frame of the dataset and hands each render with its target
+// (the frame's image composited on the background) to `score`.
+static void for_each_view(const NerfDataset& dataset, Vec3 background,
+                          const std::function<Image(const Camera&)>& render,
+                          const std::function<void(const Image& rendered, const Image& target)>& score) {
     if (dataset.frames.empty()) throw InputError(dataset.source + ": no frames to evaluate");
-    double sum = 0;
     const float bg[3] = {background.x, background.y, background.z};
     for (size_t f = 0; f < dataset.frames.size(); ++f) {
         Camera camera = dataset.frames[f].camera;
@@ -74,9 +77,26 @@ double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::fu
         for (uint32_t y = 0; y < dataset.images.height; ++y)
             for (uint32_t x = 0; x < dataset.images.width; ++x)
                 pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
-        sum += psnr(rendered, target);
+        score(rendered, target);
     }
+}
+
+double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::function<Image(const Camera&)>& render) {
+    double sum = 0;
+    for_each_view(dataset, background, render, [&](const Image& r, const Image& t) { sum += psnr(r, t); });
     return sum / (double)dataset.frames.size();
+}
+
+ViewMetrics mean_view_metrics(const NerfDataset& dataset, Vec3 background,
+                              const std::function<Image(const Camera&)>& render) {
+    ViewMetrics m;
+    for_each_view(dataset, background, render, [&](const Image& r, const Image& t) {
+        m.psnr += psnr(r, t);
+        m.ssim += ssim(r, t);
+    });
+    m.psnr /= (double)dataset.frames.size();
+    m.ssim /= (double)dataset.frames.size();
+    return m;
 }
 
 json nerf_density_model_config(const json& config) {

@@ -55,6 +55,13 @@ Box3 nerf_march_bounds(const NerfDataset& dataset, int n_cascades);
 // against the frame's image composited on `background` (NeRF-synthetic's
 // protocol with a white background).
 double mean_view_psnr(const NerfDataset& dataset, Vec3 background, const std::function<Image(const Camera&)>& render);
+// The same views' mean PSNR and mean SSIM (io/metrics.h: 11 x 11 Gaussian
+// window), for the final evaluation (SSIM costs more than PSNR).
+struct ViewMetrics {
+    double psnr = 0, ssim = 0;
+};
+ViewMetrics mean_view_metrics(const NerfDataset& dataset, Vec3 background,
+                              const std::function<Image(const Camera&)>& render);
 
 struct NerfTrainerSettings {
     uint32_t rays_per_batch = 1024;
