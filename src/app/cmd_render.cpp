@@ -120,7 +120,7 @@ void add_render_command(CLI::App& app) {
     cmd->add_option("--camera", o->camera, "sdf, nerf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (sdf default orbit:30,20,1.6; nerf default: the model's first test view)");
     cmd->add_option("--camera-file", o->camera_file, "sdf, nerf: a camera JSON file (docs/SDF.md)");
     cmd->add_option("--render-mode", o->render_mode, "sdf: shade, normals, depth, ao or cost")->capture_default_str();
-    cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available (nerf: cpu)");
+    cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--test", o->test, "nerf: render every view of this transforms .json into --out (a folder) with PSNR in metrics.json");
     cmd->add_option("--camera-path", o->camera_path, "nerf: a camera path JSON (docs/NERF.md); frames to --out (a folder, or .mp4 via ffmpeg)");
     cmd->add_option("--fps", o->fps, "nerf --camera-path: frames per second")->capture_default_str();

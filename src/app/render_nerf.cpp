@@ -2,6 +2,7 @@
 
 #include "app/output_dir.h"
 #include "app/train_options.h"
+#include "backends/backend.h"
 #include "core/errors.h"
 #include "engine/nerf_model_file.h"
 #include "io/atomic_file.h"
@@ -210,7 +211,7 @@ void render_camera_path(const NerfRenderRequest& r, OpenedNerfModel& m, Vec3 bg)
 
 void render_nerf_model(const NerfRenderRequest& r, const SafetensorsContents& contents) {
     if (!r.test.empty() && !r.camera_path.empty()) throw InputError("give --test or --camera-path, not both");
-    OpenedNerfModel m = nerf_model_from_contents(contents, r.input, r.backend.empty() ? "cpu" : r.backend);
+    OpenedNerfModel m = nerf_model_from_contents(contents, r.input, r.backend.empty() ? available_backends().front() : r.backend);
     const Vec3 bg = r.background.empty() ? m.scene.background : parse_background(r.background);
     if (!r.test.empty()) return render_test_views(r, m, bg);
     if (!r.camera_path.empty()) return render_camera_path(r, m, bg);
