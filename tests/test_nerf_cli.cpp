@@ -13,7 +13,6 @@
 
 namespace fs = std::filesystem;
 using fusedngp::test::expect_cli_input_error;
-using fusedngp::test::count_lines;
 using fusedngp::test::make_temp_dir;
 using fusedngp::test::read_text;
 using fusedngp::test::run_cli;

@@ -24,7 +24,6 @@
 namespace fs = std::filesystem;
 using fusedngp::test::expect_cli_input_error;
 using namespace fusedngp;
-using fusedngp::test::count_lines;
 using fusedngp::test::make_temp_dir;
 using fusedngp::test::nerf_persist_scene;
 using fusedngp::test::run_cli;
