@@ -3,6 +3,7 @@
 #include "core/env.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "engine/device_model.h"
 #include "gpu/fused_mlp.h"
 #include "modes/image_mode.h"
 #include "networks/mlp.h"
@@ -117,15 +118,6 @@ std::vector<cudaGraphNode_t> graph_nodes_in_order(cudaGraph_t graph) {
     return order;
 }
 
-// network.otype -> kernel. MLP and CPU (accepted by the CPU engine) mean
-// "no preference" on the GPU, like Auto.
-gpu::MlpKernel requested_mlp_kernel(const json& config) {
-    const std::string otype = get_otype(config.at("network"), "network");
-    if (equals_ignore_case(otype, "FullyFusedMLP")) return gpu::MlpKernel::FullyFused;
-    if (equals_ignore_case(otype, "CublasMLP") || equals_ignore_case(otype, "CutlassMLP")) return gpu::MlpKernel::Cublas;
-    return gpu::MlpKernel::Auto;
-}
-
 // Image data in the tiled sample order: each warp's samples are an 8 x 4
 // tile of strata, so the grid gradient's shared-memory levels sum a warp's
 // contributions to one row before the atomic (measured on the H200: step
@@ -194,7 +186,7 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
         }
 
         encoding_ = gpu::make_gpu_encoding(host_model_.encoding(), encoding_options(image_data_));
-        const gpu::MlpKernel requested = requested_mlp_kernel(config_);
+        const gpu::MlpKernel requested = requested_mlp_kernel(config_.at("network"), "network");
         const gpu::MlpKernel kernel = initial_kernel(requested);
         // Auto with both kernels possible: fused until the first training
         // batch, where both are timed at that batch size.
@@ -247,34 +239,10 @@ void CudaBackend::check_network_supported() const {
     }
 }
 
-gpu::GpuMlpConfig CudaBackend::mlp_config() const {
-    const auto& net = dynamic_cast<const Mlp<float>&>(host_model_.network());
-    gpu::GpuMlpConfig c;
-    c.n_input_dims = host_model_.encoding().n_output_dims();
-    c.n_output_dims = net.n_output_dims();
-    c.width = net.n_neurons();
-    c.n_hidden_layers = net.n_hidden_layers();
-    c.hidden_activation = net.activation();
-    c.output_activation = net.output_activation();
-    return c;
-}
+gpu::GpuMlpConfig CudaBackend::mlp_config() const { return gpu_mlp_config_of(host_model_, "network"); }
 
 gpu::MlpKernel CudaBackend::initial_kernel(gpu::MlpKernel requested) const {
-    if (requested == gpu::MlpKernel::Cublas) return gpu::MlpKernel::Cublas;
-    const gpu::GpuMlpConfig c = mlp_config();
-    const std::string why = gpu::fused_unsupported_reason(c);
-    if (why.empty()) return gpu::MlpKernel::FullyFused;
-    if (requested == gpu::MlpKernel::FullyFused) {
-        const std::string hint = "network.otype FullyFusedMLP runs n_neurons 16, 32, 64, 128 or 256 and "
-                                 "n_hidden_layers 1..16; use otype CublasMLP or Auto for other networks";
-        if (c.width != 16 && c.width != 32 && c.width != 64 && c.width != 128 && c.width != 256)
-            throw ConfigError("network.n_neurons", std::to_string(c.width) + " is not supported; " + hint);
-        if (c.n_hidden_layers < 1 || c.n_hidden_layers > 16)
-            throw ConfigError("network.n_hidden_layers", std::to_string(c.n_hidden_layers) + " is not supported; " + hint);
-        throw ConfigError("network.otype", "FullyFusedMLP cannot run this network: " + why + "; use CublasMLP or Auto");
-    }
-    std::fprintf(stderr, "fusedngp: network.otype Auto: %s; using CublasMLP\n", why.c_str());
-    return gpu::MlpKernel::Cublas;
+    return choose_mlp_kernel(mlp_config(), requested, "network");
 }
 
 // Replaces the MLP by one of `kernel`, continuing from the same fp32 weights.

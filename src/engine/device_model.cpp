@@ -5,14 +5,13 @@
 #include "gpu/cuda_check.h"
 #include "networks/mlp.h"
 
+#include <cstdio>
 #include <sstream>
 
 namespace fusedngp {
-namespace {
-
-gpu::GpuMlpConfig mlp_config_of(const Model<float>& host) {
+gpu::GpuMlpConfig gpu_mlp_config_of(const Model<float>& host, const std::string& path) {
     const auto* net = dynamic_cast<const Mlp<float>*>(&host.network());
-    if (!net) throw ConfigError("network.otype", "not an MLP; the cuda backend runs MLPs only (use --backend cpu)");
+    if (!net) throw ConfigError(path + ".otype", "not an MLP; the cuda backend runs MLPs only (use --backend cpu)");
     gpu::GpuMlpConfig c;
     c.n_input_dims = host.encoding().n_output_dims();
     c.n_output_dims = net->n_output_dims();
@@ -23,22 +22,37 @@ gpu::GpuMlpConfig mlp_config_of(const Model<float>& host) {
     return c;
 }
 
-gpu::MlpKernel resolve_kernel(const gpu::GpuMlpConfig& c, gpu::MlpKernel kernel) {
-    if (kernel == gpu::MlpKernel::Cublas) return kernel;
+gpu::MlpKernel requested_mlp_kernel(const json& network, const std::string& path) {
+    const std::string otype = get_otype(network, path);
+    if (equals_ignore_case(otype, "FullyFusedMLP")) return gpu::MlpKernel::FullyFused;
+    if (equals_ignore_case(otype, "CublasMLP") || equals_ignore_case(otype, "CutlassMLP")) return gpu::MlpKernel::Cublas;
+    return gpu::MlpKernel::Auto;
+}
+
+gpu::MlpKernel choose_mlp_kernel(const gpu::GpuMlpConfig& c, gpu::MlpKernel requested, const std::string& path) {
+    if (requested == gpu::MlpKernel::Cublas) return gpu::MlpKernel::Cublas;
     const std::string why = gpu::fused_unsupported_reason(c);
     if (why.empty()) return gpu::MlpKernel::FullyFused;
-    if (kernel == gpu::MlpKernel::FullyFused)
-        throw ConfigError("network.otype", "FullyFusedMLP cannot run this network: " + why + "; use CublasMLP or Auto");
+    if (requested == gpu::MlpKernel::FullyFused) {
+        const std::string hint = path + ".otype FullyFusedMLP runs n_neurons 16, 32, 64, 128 or 256 and "
+                                        "n_hidden_layers 1..16; use otype CublasMLP or Auto for other networks";
+        if (c.width != 16 && c.width != 32 && c.width != 64 && c.width != 128 && c.width != 256)
+            throw ConfigError(path + ".n_neurons", std::to_string(c.width) + " is not supported; " + hint);
+        if (c.n_hidden_layers < 1 || c.n_hidden_layers > 16)
+            throw ConfigError(path + ".n_hidden_layers", std::to_string(c.n_hidden_layers) + " is not supported; " + hint);
+        throw ConfigError(path + ".otype", "FullyFusedMLP cannot run this network: " + why + "; use CublasMLP or Auto");
+    }
+    std::fprintf(stderr, "fusedngp: %s.otype Auto: %s; using CublasMLP\n", path.c_str(), why.c_str());
     return gpu::MlpKernel::Cublas;
 }
 
-} // namespace
-
-DeviceModel::DeviceModel(const Model<float>& host, const json& optimizer_config, gpu::MlpKernel kernel,
-                         const gpu::GpuEncodingOptions& encoding_options, cudaStream_t stream)
-    : n_encoding_params_(host.n_encoding_params()), mlp_config_(mlp_config_of(host)) {
+DeviceModel::DeviceModel(const Model<float>& host, const json& network_config, const std::string& network_path,
+                         const json& optimizer_config, const gpu::GpuEncodingOptions& encoding_options,
+                         cudaStream_t stream)
+    : n_encoding_params_(host.n_encoding_params()), mlp_config_(gpu_mlp_config_of(host, network_path)) {
     encoding_ = gpu::make_gpu_encoding(host.encoding(), encoding_options);
-    mlp_ = gpu::create_gpu_mlp(mlp_config_, resolve_kernel(mlp_config_, kernel));
+    const gpu::MlpKernel requested = requested_mlp_kernel(network_config, network_path);
+    mlp_ = gpu::create_gpu_mlp(mlp_config_, choose_mlp_kernel(mlp_config_, requested, network_path));
     optimizer_ = gpu::create_gpu_optimizer(optimizer_config);
     params_.resize(host.n_params());
     grads_.resize(host.n_params());

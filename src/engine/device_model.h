@@ -24,14 +24,25 @@
 
 namespace fusedngp {
 
+// The GPU MLP shape of a host model's network (ConfigError naming
+// `path`.otype when it is not an MLP).
+gpu::GpuMlpConfig gpu_mlp_config_of(const Model<float>& host, const std::string& path);
+// network.otype -> kernel. MLP and CPU (accepted by the CPU engine) mean
+// "no preference" on the GPU, like Auto.
+gpu::MlpKernel requested_mlp_kernel(const json& network, const std::string& path);
+// The kernel to build: FullyFused where it runs and was asked for or Auto
+// (a ConfigError naming the field when FullyFused was asked for and cannot
+// run), else Cublas (with a notice for Auto).
+gpu::MlpKernel choose_mlp_kernel(const gpu::GpuMlpConfig& config, gpu::MlpKernel requested, const std::string& path);
+
 class DeviceModel {
 public:
     // `host` gives the layout, names and initial parameters (it is copied
-    // from, not kept). `optimizer_config` is a tiny-cuda-nn optimizer
-    // section. `kernel`: FullyFused (ConfigError where it cannot run), Cublas
-    // or Auto (fused where it runs, else cuBLAS).
-    DeviceModel(const Model<float>& host, const json& optimizer_config, gpu::MlpKernel kernel,
-                const gpu::GpuEncodingOptions& encoding_options, cudaStream_t stream);
+    // from, not kept); `network_config` (the section at `network_path`)
+    // picks the MLP kernel as CudaBackend does; `optimizer_config` is a
+    // tiny-cuda-nn optimizer section.
+    DeviceModel(const Model<float>& host, const json& network_config, const std::string& network_path,
+                const json& optimizer_config, const gpu::GpuEncodingOptions& encoding_options, cudaStream_t stream);
 
     uint32_t n_input_dims() const { return encoding_->n_input_dims(); }
     uint32_t n_output_dims() const { return mlp_config_.n_output_dims; }

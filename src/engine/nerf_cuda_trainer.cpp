@@ -35,13 +35,6 @@ float nerf_loss_scale() {
     return std::getenv("FUSEDNGP_LOSS_SCALE") ? loss_scale_settings_from_environment().initial : kDefaultLossScale;
 }
 
-gpu::MlpKernel requested_kernel(const json& network, const std::string& path) {
-    const std::string otype = get_otype(network, path);
-    if (equals_ignore_case(otype, "FullyFusedMLP")) return gpu::MlpKernel::FullyFused;
-    if (equals_ignore_case(otype, "CublasMLP") || equals_ignore_case(otype, "CutlassMLP")) return gpu::MlpKernel::Cublas;
-    return gpu::MlpKernel::Auto;
-}
-
 nerf::RayLoss ray_loss_from_config(const json& config) {
     if (!config.contains("loss")) throw ConfigError("loss", "missing section");
     const auto loss = create_loss<float>(config.at("loss"), "loss");
@@ -95,12 +88,10 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
         FUSEDNGP_GPU_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host), sizeof(Readback)));
         *s.host = {};
     }
-    density_ = std::make_unique<DeviceModel>(density_host_, config.at("optimizer"),
-                                             requested_kernel(config.at("network"), "network"),
+    density_ = std::make_unique<DeviceModel>(density_host_, config.at("network"), "network", config.at("optimizer"),
                                              gpu::GpuEncodingOptions{}, stream_);
-    colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("optimizer"),
-                                            requested_kernel(config.at("rgb_network"), "rgb_network"),
-                                            gpu::GpuEncodingOptions{}, stream_);
+    colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
+                                            config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
     loss_scale_ = nerf_loss_scale();
     density_->set_loss_scale(loss_scale_);
     colour_->set_loss_scale(loss_scale_);

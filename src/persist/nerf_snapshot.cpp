@@ -9,25 +9,6 @@ namespace {
 
 constexpr const char* kFormatKey = "fusedngp.format";
 
-uint64_t parse_u64(const std::string& text, const std::string& key, const std::string& source) {
-    try {
-        size_t used = 0;
-        const unsigned long long v = std::stoull(text, &used);
-        if (used != text.size() || text.empty() || text[0] == '-') throw std::invalid_argument(text);
-        return v;
-    } catch (const std::exception&) {
-        throw InputError(source + ": metadata \"" + key + "\" is not an unsigned integer: \"" + text + "\"");
-    }
-}
-
-json parse_json(const std::string& text, const std::string& key, const std::string& source) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception&) {
-        throw InputError(source + ": metadata \"" + key + "\" is not valid JSON");
-    }
-}
-
 const SafetensorsTensor& required_tensor(const SafetensorsContents& c, const std::string& name, size_t count,
                                          const std::string& source) {
     const SafetensorsTensor* t = c.find(name);
@@ -71,12 +52,6 @@ std::vector<uint8_t> values_as_bytes(const std::vector<float>& values) {
     return out;
 }
 
-const std::string& required_metadata(const SafetensorsMetadata& meta, const std::string& key, const std::string& source) {
-    auto it = meta.find(key);
-    if (it == meta.end()) throw InputError(source + ": metadata lacks \"" + key + "\"");
-    return it->second;
-}
-
 void save_nerf_snapshot(const std::string& path, const NerfSnapshot& s) {
     const nerf::NerfTrainingState& st = s.state;
     std::vector<SafetensorsTensor> tensors;
@@ -113,17 +88,17 @@ NerfSnapshot nerf_snapshot_from_contents(const SafetensorsContents& c, const std
                          ", mode \"" + mode + "\"; expected a snapshot written by `train` in NeRF mode)");
     }
     NerfSnapshot s;
-    s.config = parse_json(required_metadata(c.metadata, "config", source), "config", source);
+    s.config = metadata_json(c.metadata, "config", source);
     if (!s.config.is_object()) throw InputError(source + ": metadata \"config\" is not a JSON object");
     s.data_path = required_metadata(c.metadata, "data", source);
     s.backend = required_metadata(c.metadata, "backend", source);
-    s.rays_per_batch = (uint32_t)parse_u64(required_metadata(c.metadata, "rays_per_batch", source), "rays_per_batch", source);
+    s.rays_per_batch = (uint32_t)metadata_u64(c.metadata, "rays_per_batch", source);
     if (s.rays_per_batch == 0) throw InputError(source + ": metadata \"rays_per_batch\" must be at least 1");
-    s.seed = parse_u64(required_metadata(c.metadata, "seed", source), "seed", source);
-    s.scene = nerf_scene_from_json(parse_json(required_metadata(c.metadata, "scene", source), "scene", source), source);
+    s.seed = metadata_u64(c.metadata, "seed", source);
+    s.scene = nerf_scene_from_json(metadata_json(c.metadata, "scene", source), source);
     nerf::NerfTrainingState& st = s.state;
-    st.step = parse_u64(required_metadata(c.metadata, "step", source), "step", source);
-    st.rng_state = parse_u64(required_metadata(c.metadata, "rng_state", source), "rng_state", source);
+    st.step = metadata_u64(c.metadata, "step", source);
+    st.rng_state = metadata_u64(c.metadata, "rng_state", source);
     const SafetensorsTensor* density = c.find("density.params");
     const SafetensorsTensor* colour = c.find("colour.params");
     if (!density || !colour) throw InputError(source + ": NeRF snapshot lacks the \"density.params\" or \"colour.params\" tensor");

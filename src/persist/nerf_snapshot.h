@@ -10,6 +10,7 @@
 
 #include "core/json_fields.h"
 #include "io/safetensors.h"
+#include "persist/metadata_fields.h"
 #include "nerf/nerf_training.h"
 #include "persist/nerf_scene.h"
 
@@ -44,7 +45,5 @@ size_t occupancy_cell_count(float aabb_scale);
 std::vector<float> bytes_as_values(const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> values_as_bytes(const std::vector<float>& values);
 
-// A metadata value, or InputError naming the file and key.
-const std::string& required_metadata(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
 
 } // namespace fusedngp

@@ -70,12 +70,8 @@ NerfWeightsHeader nerf_weights_header(const SafetensorsContents& c, const std::s
         throw InputError(source + ": not NeRF weights (format \"" + format + "\", expected \"" + kNerfWeightsFormat + "\")");
     }
     NerfWeightsHeader h;
-    try {
-        h.config = json::parse(required_metadata(c.metadata, "config", source));
-        h.scene = nerf_scene_from_json(json::parse(required_metadata(c.metadata, "scene", source)), source);
-    } catch (const json::exception& e) {
-        throw InputError(source + ": weight file metadata is not valid JSON (" + e.what() + ")");
-    }
+    h.config = metadata_json(c.metadata, "config", source);
+    h.scene = nerf_scene_from_json(metadata_json(c.metadata, "scene", source), source);
     if (!h.config.is_object()) throw InputError(source + ": metadata \"config\" is not a JSON object");
     return h;
 }

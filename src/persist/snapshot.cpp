@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "io/safetensors.h"
+#include "persist/metadata_fields.h"
 
 namespace fusedngp {
 
@@ -9,31 +10,6 @@ namespace {
 
 constexpr const char* kFormatKey = "fusedngp.format";
 constexpr const char* kSnapshotFormat = "snapshot-v1";
-
-const std::string& require_key(const SafetensorsMetadata& meta, const std::string& key, const std::string& path) {
-    auto it = meta.find(key);
-    if (it == meta.end()) throw InputError(path + ": snapshot metadata lacks \"" + key + "\"");
-    return it->second;
-}
-
-uint64_t parse_u64(const std::string& text, const std::string& key, const std::string& path) {
-    try {
-        size_t used = 0;
-        unsigned long long v = std::stoull(text, &used);
-        if (used != text.size()) throw std::invalid_argument(text);
-        return v;
-    } catch (const std::exception&) {
-        throw InputError(path + ": snapshot metadata \"" + key + "\" is not an unsigned integer: \"" + text + "\"");
-    }
-}
-
-json parse_json_value(const std::string& text, const std::string& key, const std::string& path) {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) {
-        throw InputError(path + ": snapshot metadata \"" + key + "\" is not valid JSON");
-    }
-}
 
 } // namespace
 
@@ -67,15 +43,15 @@ Snapshot snapshot_from_contents(const SafetensorsContents& c, const std::string&
                          ", expected \"" + kSnapshotFormat + "\")");
     }
     Snapshot s;
-    s.config = parse_json_value(require_key(c.metadata, "config", path), "config", path);
-    s.mode = require_key(c.metadata, "mode", path);
-    s.data_path = require_key(c.metadata, "data", path);
-    s.n_input_dims = (uint32_t)parse_u64(require_key(c.metadata, "n_input_dims", path), "n_input_dims", path);
-    s.n_output_dims = (uint32_t)parse_u64(require_key(c.metadata, "n_output_dims", path), "n_output_dims", path);
-    s.mode_info = parse_json_value(require_key(c.metadata, "mode_info", path), "mode_info", path);
-    s.backend = require_key(c.metadata, "backend", path);
-    s.state.step = parse_u64(require_key(c.metadata, "step", path), "step", path);
-    s.state.rng_state = parse_u64(require_key(c.metadata, "rng_state", path), "rng_state", path);
+    s.config = metadata_json(c.metadata, "config", path);
+    s.mode = required_metadata(c.metadata, "mode", path);
+    s.data_path = required_metadata(c.metadata, "data", path);
+    s.n_input_dims = (uint32_t)metadata_u64(c.metadata, "n_input_dims", path);
+    s.n_output_dims = (uint32_t)metadata_u64(c.metadata, "n_output_dims", path);
+    s.mode_info = metadata_json(c.metadata, "mode_info", path);
+    s.backend = required_metadata(c.metadata, "backend", path);
+    s.state.step = metadata_u64(c.metadata, "step", path);
+    s.state.rng_state = metadata_u64(c.metadata, "rng_state", path);
     const SafetensorsTensor* params = c.find("params");
     if (!params) throw InputError(path + ": snapshot has no \"params\" tensor");
     s.state.params = params->values;

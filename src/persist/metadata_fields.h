@@ -1,0 +1,20 @@
+// Reading a safetensors file's metadata (string to string) back into typed
+// fields, with errors naming the file and the key. Shared by every file kind
+// we write: snapshots, NeRF snapshots and NeRF weights.
+#pragma once
+
+#include "core/json_fields.h"
+#include "io/safetensors.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fusedngp {
+
+// The value of `key`; InputError "<source>: metadata lacks "key"" without it.
+std::string required_metadata(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
+// The same as a decimal unsigned integer, or as JSON; InputError otherwise.
+uint64_t metadata_u64(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
+json metadata_json(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
+
+} // namespace fusedngp
