@@ -1,6 +1,7 @@
 #include "gui/nerf_session.h"
 
 #include "backends/backend.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "engine/nerf_training_factory.h"
 #include "gui/view_3d.h"
@@ -17,7 +18,6 @@ namespace fusedngp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Between two steps the worker renders for this share of the step's time
 // (a third of its time goes to the picture while a pass is pending), at

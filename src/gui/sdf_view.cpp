@@ -1,5 +1,6 @@
 #include "gui/sdf_view.h"
 
+#include "core/clock.h"
 #include "gui/prediction_renderer.h"
 #include "gui/sdf_device_render.h"
 #include "gui/training_session.h"
@@ -15,7 +16,6 @@ namespace fusedngp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Host path: a share of a ~33 ms frame on the UI thread (the worker trains
 // on the other cores). Device path: the sphere tracing's share of a 60 fps

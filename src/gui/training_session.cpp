@@ -1,6 +1,7 @@
 #include "gui/training_session.h"
 
 #include "config/config.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "gui/worker_priority.h"
@@ -23,7 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 constexpr size_t kLossHistory = 2000;
 constexpr int kPsnrSamples = 1 << 14;

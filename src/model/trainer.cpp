@@ -1,17 +1,12 @@
 #include "model/trainer.h"
 
+#include "core/clock.h"
 #include "losses/factory.h"
 #include "optimizers/factory.h"
 
 #include <chrono>
 
 namespace fusedngp {
-
-namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-} // namespace
 
 template <typename T>
 Trainer<T>::Trainer(uint32_t n_input_dims, uint32_t n_output_dims, const json& config, uint64_t seed)
