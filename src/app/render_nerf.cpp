@@ -43,19 +43,6 @@ void output_size(const NerfRenderRequest& r, const CameraIntrinsics& k, uint32_t
     if (r.height && !r.width) w = std::max(1u, (uint32_t)std::lround((double)k.width * h / k.height));
 }
 
-// The default view's intrinsics stretched to w x h.
-CameraIntrinsics scaled(const CameraIntrinsics& k, uint32_t w, uint32_t h) {
-    const float sx = (float)w / (float)k.width, sy = (float)h / (float)k.height;
-    CameraIntrinsics s = k;
-    s.width = w;
-    s.height = h;
-    s.fx *= sx;
-    s.cx *= sx;
-    s.fy *= sy;
-    s.cy *= sy;
-    return s;
-}
-
 // The views' values are the training images' sRGB bytes / 255, as rendered.
 Image render(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
     Image img = trainer.render_view(camera, bg);
@@ -80,7 +67,7 @@ void render_single_view(const NerfRenderRequest& r, OpenedNerfModel& m, Vec3 bg)
     if (!r.camera.empty() && !r.camera_file.empty()) throw InputError("give --camera or --camera-file, not both");
     uint32_t w, h;
     output_size(r, m.scene.camera.intrinsics, w, h);
-    Camera camera{m.scene.camera.pose, scaled(m.scene.camera.intrinsics, w, h)};
+    Camera camera{m.scene.camera.pose, scaled_intrinsics(m.scene.camera.intrinsics, w, h)};
     if (!r.camera.empty()) camera.pose = parse_camera_spec(r.camera);
     if (!r.camera_file.empty()) camera = load_camera_file(r.camera_file, w, h);
     prepare_output_file(r.out);

@@ -70,10 +70,7 @@ json time_renders(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
         (void)trainer.render_view(c, bg);
         return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     };
-    Camera full = camera;
-    const float sx = 800.f / (float)camera.intrinsics.width, sy = 800.f / (float)camera.intrinsics.height;
-    full.intrinsics = {800, 800, camera.intrinsics.fx * sx, camera.intrinsics.fy * sy, camera.intrinsics.cx * sx,
-                       camera.intrinsics.cy * sy};
+    const Camera full{camera.pose, scaled_intrinsics(camera.intrinsics, 800, 800)};
     const std::string native =
         "test_view_" + std::to_string(camera.intrinsics.width) + "x" + std::to_string(camera.intrinsics.height);
     json out{{native, ms(camera)}};

@@ -47,13 +47,6 @@ Box3 intersect(const Box3& a, const Box3& b) {
     return r;
 }
 
-// Composited target of one pixel: rgb * alpha + bg * (1 - alpha), in [0, 1].
-template <typename T>
-void pixel_target(const NerfImages& images, size_t frame, uint32_t x, uint32_t y, const T* bg, T* out) {
-    const uint8_t* p = images.frame(frame) + ((size_t)y * images.width + x) * 4;
-    const T a = (T)p[3] / (T)255;
-    for (int c = 0; c < 3; ++c) out[c] = (T)p[c] / (T)255 * a + bg[c] * ((T)1 - a);
-}
 
 } // namespace
 
@@ -76,7 +69,8 @@ static void for_each_view(const NerfDataset& dataset, Vec3 background,
         Image target = rendered;
         for (uint32_t y = 0; y < dataset.images.height; ++y)
             for (uint32_t x = 0; x < dataset.images.width; ++x)
-                pixel_target(dataset.images, f, x, y, bg, &target.pixels[target.index((int)x, (int)y, 0)]);
+                composite_pixel(dataset.images.frame(f) + ((size_t)y * dataset.images.width + x) * 4, bg,
+                                &target.pixels[target.index((int)x, (int)y, 0)]);
         score(rendered, target);
     }
 }

@@ -70,4 +70,16 @@ Camera default_view_camera(uint32_t width, uint32_t height) {
     return c;
 }
 
+CameraIntrinsics scaled_intrinsics(const CameraIntrinsics& k, uint32_t w, uint32_t h) {
+    const float sx = (float)w / (float)k.width, sy = (float)h / (float)k.height;
+    CameraIntrinsics s = k;
+    s.width = w;
+    s.height = h;
+    s.fx *= sx;
+    s.cx *= sx;
+    s.fy *= sy;
+    s.cy *= sy;
+    return s;
+}
+
 } // namespace fusedngp

@@ -52,6 +52,9 @@ constexpr float kDefaultFovYDegrees = 40.f;
 // Intrinsics for a vertical field of view in degrees, principal point at the
 // centre, square pixels (fx == fy).
 CameraIntrinsics intrinsics_from_fov(uint32_t width, uint32_t height, float fov_y_degrees);
+// k stretched to a w x h image (focal lengths and principal point scaled per
+// axis): the same view at another resolution.
+CameraIntrinsics scaled_intrinsics(const CameraIntrinsics& k, uint32_t w, uint32_t h);
 // The vertical field of view of k (from fy and the image height).
 float fov_y_degrees(const CameraIntrinsics& k);
 
