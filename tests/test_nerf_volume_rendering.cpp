@@ -186,3 +186,23 @@ TEST(NerfDensityActivation, TruncExpClampsOnlyTheGradient) {
     EXPECT_FLOAT_EQ(trunc_exp_grad(30.f), std::exp(15.f));
     EXPECT_FLOAT_EQ(trunc_exp(2.f), std::exp(2.f));
 }
+
+// Compaction keeps exactly the samples render_ray composites: samples_used
+// is render_ray's `used` for rays that terminate early, late or never.
+TEST(NerfVolumeRendering, SamplesUsedIsRenderRaysUsedCount) {
+    int terminated = 0;
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+        const TestRay r = random_ray(5 + (int)seed * 5, seed, seed % 2 ? 400.0 : 20.0);
+        const RayResult<double> out = render_ray(r.samples(), r.background);
+        EXPECT_EQ(samples_used(r.sigma.data(), r.dt.data(), r.n()), out.used) << "seed " << seed;
+        // The float path (the GPU kernels' type) agrees too.
+        const std::vector<float> sigma(r.sigma.begin(), r.sigma.end()), dt(r.dt.begin(), r.dt.end());
+        std::vector<float> rgb(r.rgb.begin(), r.rgb.end()), t(r.t.begin(), r.t.end());
+        const float bg[3] = {0.2f, 0.5f, 0.9f};
+        const RaySamples<float> fs{r.n(), sigma.data(), rgb.data(), dt.data(), t.data()};
+        EXPECT_EQ(samples_used(sigma.data(), dt.data(), r.n()), render_ray(fs, bg).used) << "seed " << seed;
+        terminated += out.used < r.n();
+    }
+    EXPECT_GT(terminated, 5);   // both kinds of ray were covered
+    EXPECT_LT(terminated, 40);
+}
