@@ -7,6 +7,8 @@
 #include "optimizers/exponential_decay.h"
 #include "optimizers/factory.h"
 #include "optimizers/sgd.h"
+#include "optimizers/state_matching.h"
+#include "core/errors.h"
 
 #include <gtest/gtest.h>
 
@@ -136,6 +138,69 @@ TEST(Adam, SkipsRowsWithAllZeroGradientIncludingMoments) {
         EXPECT_NE(w[i], w_after_1[i]) << i;
         EXPECT_NE(m[i], m_after_1[i]) << i;
     }
+}
+
+// A row first touched at step 6 takes the updates a fresh Adam would take
+// from step 1 (its own t), as tiny-cuda-nn's per-parameter step counts do;
+// with the global step its first updates differ (larger).
+TEST(Adam, SkippedRowsCountTheirOwnStepsForBiasCorrection) {
+    const std::vector<ParamGroup> groups = {{"encoding", 0, 4, 2}};
+    const std::vector<double> late_grads[] = {{0.3, -0.2}, {0.25, -0.1}, {0.4, 0.05}};
+    auto run = [&](bool per_row) {
+        AdamSettings s;
+        s.learning_rate = 0.1;
+        s.beta2 = 0.99;
+        s.per_row_bias_correction = per_row;
+        AdamOptimizer<double> adam(s);
+        adam.allocate(groups);
+        std::vector<double> w = {1, 2, 3, 4};
+        for (int i = 0; i < 5; ++i) {  // row 0 every step, row 1 never
+            std::vector<double> g = {0.1 * (i + 1), -0.2, 0, 0};
+            adam.step(w.data(), g.data());
+        }
+        EXPECT_EQ(w[2], 3.0);
+        for (const auto& late : late_grads) {
+            std::vector<double> g = {0.1, 0.1, late[0], late[1]};
+            adam.step(w.data(), g.data());
+        }
+        if (per_row) {
+            const std::vector<double>& steps = state_buffer(adam, "row_steps");
+            EXPECT_EQ(steps, (std::vector<double>{8, 3}));
+        } else {
+            EXPECT_EQ(state_names(adam), (std::vector<std::string>{"first_moment", "second_moment"}));
+        }
+        return std::vector<double>{w[2], w[3]};
+    };
+    // The same three gradients given to a fresh one-row Adam from step 1.
+    AdamSettings s;
+    s.learning_rate = 0.1;
+    s.beta2 = 0.99;
+    AdamOptimizer<double> fresh(s);
+    fresh.allocate({{"encoding", 0, 2, 2}});
+    std::vector<double> w = {3, 4};
+    for (const auto& late : late_grads) {
+        std::vector<double> g = late;
+        fresh.step(w.data(), g.data());
+    }
+    const std::vector<double> per_row = run(true), global = run(false);
+    EXPECT_NEAR(per_row[0], w[0], 1e-14);
+    EXPECT_NEAR(per_row[1], w[1], 1e-14);
+    EXPECT_GT(std::fabs(global[0] - w[0]), 1e-3);
+}
+
+// Saved state without "row_steps" (an optimizer that did not count rows)
+// still loads: the counts restart at zero. Anything else missing is an error.
+TEST(OptimizerState, RowStepsMayBeMissingFromSavedState) {
+    const std::vector<StateBufferShape> expected = {{"nested.first_moment", 2}, {"nested.row_steps", 1}};
+    const SavedStateBuffers without = {{"nested.first_moment", {1.f, 2.f}}};
+    const auto matched = match_state_buffers(expected, without, "snapshot");
+    ASSERT_EQ(matched.size(), 2u);
+    EXPECT_EQ(*matched[0], (std::vector<float>{1.f, 2.f}));
+    EXPECT_EQ(matched[1], nullptr);
+    EXPECT_THROW(match_state_buffers(expected, {{"nested.row_steps", {3.f}}}, "snapshot"), InputError);
+    EXPECT_THROW(match_state_buffers(expected, {{"nested.first_moment", {1.f}}}, "snapshot"), InputError);
+    const SavedStateBuffers extra = {{"nested.first_moment", {1.f, 2.f}}, {"nested.average", {0.f}}};
+    EXPECT_THROW(match_state_buffers(expected, extra, "snapshot"), InputError);
 }
 
 TEST(Adam, RowSkipSettingOverridesTheDefault) {
@@ -377,9 +442,11 @@ TEST(Wrappers, StateNamesArePrefixedByNesting) {
              {"groups", {{"encoding", {{"otype", "Adam"}}}, {"network", {{"otype", "SGD"}}}}}}}}}});
     opt->allocate({{"encoding", 0, 4, 2}, {"network", 4, 3, 1}});
     EXPECT_EQ(state_names(*opt), (std::vector<std::string>{"average", "nested.nested.groups.encoding.first_moment",
-                                                           "nested.nested.groups.encoding.second_moment"}));
+                                                           "nested.nested.groups.encoding.second_moment",
+                                                           "nested.nested.groups.encoding.row_steps"}));
     EXPECT_EQ(state_buffer(*opt, "average").size(), 7u);
     EXPECT_EQ(state_buffer(*opt, "nested.nested.groups.encoding.first_moment").size(), 4u);
+    EXPECT_EQ(state_buffer(*opt, "nested.nested.groups.encoding.row_steps").size(), 2u);  // one per row
 }
 
 TEST(Wrappers, SetLearningRateReachesTheInnerOptimizer) {

@@ -19,6 +19,10 @@ namespace fusedngp::gpu {
 struct AdamConstants {
     double beta1_d = 0.9, beta2_d = 0.999;
     float beta1 = 0, one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, epsilon = 0, l2_reg = 0;
+    // Per-row bias correction (optimizers/adam_bias.h): the device copy of
+    // the table, for the rows that count their own updates.
+    const double* bias_corrections = nullptr;
+    unsigned int n_bias_corrections = 0;
 };
 
 // Stream-ordered writes of one counter field.
@@ -39,9 +43,13 @@ struct SparseRowOutputs {
 
 // One Adam update of [offset, offset + size) in rows of row_size elements;
 // with skip_zero_rows a row whose gradient is all zero is left untouched.
+// Non-null row_steps: one update count per row of the group; an updated
+// row's count advances and its step size is
+// (float)(step_learning_rate * bias_corrections[count - 1]).
 void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
                         const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
-                        size_t row_size, bool skip_zero_rows, const SparseRowOutputs& outputs, cudaStream_t stream);
+                        size_t row_size, bool skip_zero_rows, float* row_steps, const SparseRowOutputs& outputs,
+                        cudaStream_t stream);
 
 // The fused Adam update: every group of a leaf optimizer in one launch, the
 // begin-step work folded in. One entry per group with rows (groups of size 0
@@ -51,6 +59,7 @@ struct AdamGroupEntry {
     unsigned int first_block = 0;
     float l2_reg = 0;
     bool skip_zero_rows = false;
+    float* row_steps = nullptr;  // per-row update counts (launch_adam_update), or null
     SparseRowOutputs outputs;
     // Non-null master: each updated weight p (from the group's offset) is
     // also written to master[p] and, as __float2half_rn, to its two

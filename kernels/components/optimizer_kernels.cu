@@ -9,6 +9,7 @@
 
 #include "component_device.cuh"
 #include "launch_optimizers.h"
+#include "optimizers/adam_bias.h"
 
 #include <algorithm>
 
@@ -37,16 +38,25 @@ __global__ void set_learning_rate_kernel(OptimizerCounters* counters, double lea
 // The step size of the update after `c.step` completed steps (t = c.step + 1):
 // shared by the one-thread begin-step kernel and the fused update, so both
 // round the same double expression.
-__device__ inline float adam_step_size(const OptimizerCounters& c, const AdamConstants& k,
-                                       const LearningRateSchedule& schedule) {
-    const double lr = scheduled_learning_rate(c, schedule);
+// `lr` is scheduled_learning_rate(c, schedule).
+__device__ inline float adam_step_size(const OptimizerCounters& c, const AdamConstants& k, double lr) {
     const double t = (double)(c.step + 1);
     return (float)(lr * sqrt(1.0 - pow(k.beta2_d, t)) / (1.0 - pow(k.beta1_d, t)));
 }
 
+// The step size of a row that counts its own updates: its count advances
+// (AdamOptimizer::step_group's expressions, adam_bias.h).
+__device__ inline float row_step_size(double lr, const AdamConstants& k, float* row_steps, size_t row) {
+    const float n = next_row_step(row_steps[row], k.n_bias_corrections);
+    row_steps[row] = n;
+    return (float)(lr * k.bias_corrections[(size_t)n - 1]);
+}
+
 __global__ void adam_begin_step_kernel(OptimizerCounters* counters, AdamConstants k, LearningRateSchedule schedule) {
     OptimizerCounters c = *counters;
-    c.step_size = adam_step_size(c, k, schedule);
+    const double lr = scheduled_learning_rate(c, schedule);
+    c.step_size = adam_step_size(c, k, lr);
+    c.step_learning_rate = lr;
     c.step += 1;
     *counters = c;
 }
@@ -105,12 +115,15 @@ __device__ inline bool group_row_range(size_t offset, size_t size, size_t row_si
 __global__ void adam_update_kernel(const OptimizerCounters* __restrict__ counters, AdamConstants k,
                                    float* __restrict__ params, const float* grads,
                                    float* __restrict__ m, float* __restrict__ v, size_t offset, size_t size,
-                                   size_t row_size, bool skip_zero_rows, SparseRowOutputs outputs) {
+                                   size_t row_size, bool skip_zero_rows, float* __restrict__ row_steps,
+                                   SparseRowOutputs outputs) {
+    const size_t row = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     size_t begin = 0, end = 0;
-    if (!group_row_range(offset, size, row_size, blockIdx.x * (size_t)blockDim.x + threadIdx.x, &begin, &end)) return;
+    if (!group_row_range(offset, size, row_size, row, &begin, &end)) return;
     if (skip_zero_rows && all_zero(grads + begin, end - begin)) return;
-    adam_update_row(counters->step_size, k, k.l2_reg, params, grads, m, v, offset, begin, end, outputs,
-                    MlpFragmentTargets{});
+    const float step_size =
+        row_steps ? row_step_size(counters->step_learning_rate, k, row_steps, row) : counters->step_size;
+    adam_update_row(step_size, k, k.l2_reg, params, grads, m, v, offset, begin, end, outputs, MlpFragmentTargets{});
 }
 
 // Row `threadIdx.x` of virtual block `vb` of the fused update's table: its
@@ -153,19 +166,24 @@ __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConsta
                                          const float* grads, float* __restrict__ m, float* __restrict__ v) {
     unsigned long long step = 0;
     float step_size = 0.0f;
+    double lr = 0.0;
     if ((threadIdx.x & 31u) == 0) {
         const OptimizerCounters c = *counters;
         step = c.step;
-        step_size = adam_step_size(c, k, schedule);
+        lr = scheduled_learning_rate(c, schedule);
+        step_size = adam_step_size(c, k, lr);
     }
     unsigned int vb = blockIdx.x, gi = 0;
     size_t begin = 0, end = 0;
     bool update = fused_row_to_update(table, grads, vb, &gi, &begin, &end);
     step_size = __shfl_sync(0xffffffffu, step_size, 0);
+    lr = __shfl_sync(0xffffffffu, lr, 0);
     for (;;) {
         if (update) {
             const AdamGroupEntry& g = table.groups[gi];
-            adam_update_row(step_size, k, g.l2_reg, params, grads, m, v, g.offset, begin, end, g.outputs,
+            const float row_step = g.row_steps ? row_step_size(lr, k, g.row_steps, (begin - g.offset) / g.row_size)
+                                               : step_size;
+            adam_update_row(row_step, k, g.l2_reg, params, grads, m, v, g.offset, begin, end, g.outputs,
                             g.fragments);
         }
         vb += gridDim.x;
@@ -181,6 +199,7 @@ __global__ void adam_fused_update_kernel(OptimizerCounters* counters, AdamConsta
             __threadfence();
             counters->step = step + 1;
             counters->step_size = step_size;
+            counters->step_learning_rate = lr;
             counters->blocks_done = 0;
         }
     }
@@ -237,13 +256,14 @@ void launch_adam_begin_step(OptimizerCounters* counters, const AdamConstants& co
 
 void launch_adam_update(const OptimizerCounters* counters, const AdamConstants& constants, float* params,
                         const float* grads, float* first_moment, float* second_moment, size_t offset, size_t size,
-                        size_t row_size, bool skip_zero_rows, const SparseRowOutputs& outputs, cudaStream_t stream) {
+                        size_t row_size, bool skip_zero_rows, float* row_steps, const SparseRowOutputs& outputs,
+                        cudaStream_t stream) {
     if (size == 0) return;
     if (row_size == 0) row_size = 1;
     const size_t n_rows = (size + row_size - 1) / row_size;
     adam_update_kernel<<<blocks_for(n_rows), kThreadsPerBlock, 0, stream>>>(
         counters, constants, params, grads, first_moment, second_moment, offset, size, row_size, skip_zero_rows,
-        outputs);
+        row_steps, outputs);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,7 @@
 #include "backends/cpu_backend.h"
 
+#include "optimizers/state_matching.h"
+
 #include "core/errors.h"
 
 #include <algorithm>
@@ -48,19 +50,15 @@ void CpuBackend::load_state(const TrainingState& s) {
                          std::to_string(trainer_.model().params().size()));
     }
     auto buffers = trainer_.optimizer().state();
-    for (auto& b : buffers) {
-        auto it = std::find_if(s.optimizer_buffers.begin(), s.optimizer_buffers.end(),
-                               [&](const auto& kv) { return kv.first == b.name; });
-        if (it == s.optimizer_buffers.end()) throw InputError("snapshot lacks optimizer state \"" + b.name + "\"");
-        if (it->second.size() != b.data->size()) {
-            throw InputError("snapshot optimizer state \"" + b.name + "\" has " + std::to_string(it->second.size()) +
-                             " values, expected " + std::to_string(b.data->size()));
-        }
-    }
+    std::vector<StateBufferShape> shapes;
+    for (auto& b : buffers) shapes.push_back({b.name, b.data->size()});
+    const auto saved = match_state_buffers(shapes, s.optimizer_buffers, "snapshot");
     trainer_.model().params() = s.params;
-    for (auto& b : buffers) {
-        for (const auto& kv : s.optimizer_buffers) {
-            if (kv.first == b.name) *b.data = kv.second;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        if (saved[i]) {
+            *buffers[i].data = *saved[i];
+        } else {
+            std::fill(buffers[i].data->begin(), buffers[i].data->end(), 0.f);
         }
     }
     trainer_.optimizer().set_step_count(s.step);

@@ -25,7 +25,7 @@ const std::map<std::string, FieldSet>& known_fields() {
         {"mlp", {"n_neurons", "n_hidden_layers", "activation", "output_activation"}},
         {"loss", {"huber_delta"}},
         {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "l2_reg", "relative_decay", "absolute_decay",
-                  "adabound", "skip_zero_gradient_rows"}},
+                  "adabound", "skip_zero_gradient_rows", "per_row_bias_correction"}},
         {"sgd", {"learning_rate", "l2_reg"}},
         {"ema", {"decay", "nested", "full_precision"}},
         {"exponentialdecay", {"decay_start", "decay_interval", "decay_base", "decay_end", "nested"}},

@@ -7,6 +7,7 @@
 #include "gpu/fused_mlp.h"
 #include "modes/image_mode.h"
 #include "networks/mlp.h"
+#include "optimizers/state_matching.h"
 
 #include <cuda_runtime.h>
 
@@ -770,23 +771,19 @@ void CudaBackend::load_state(const TrainingState& s) {
                          std::to_string(n_params()));
     }
     const std::vector<gpu::GpuStateBuffer> buffers = optimizer_->state();
-    auto find = [&](const std::string& name) {
-        return std::find_if(s.optimizer_buffers.begin(), s.optimizer_buffers.end(),
-                            [&](const auto& kv) { return kv.first == name; });
-    };
-    for (const auto& b : buffers) {
-        auto it = find(b.name);
-        if (it == s.optimizer_buffers.end()) throw InputError("snapshot lacks optimizer state \"" + b.name + "\"");
-        if (it->second.size() != b.size) {
-            throw InputError("snapshot optimizer state \"" + b.name + "\" has " + std::to_string(it->second.size()) +
-                             " values, expected " + std::to_string(b.size));
-        }
-    }
+    std::vector<StateBufferShape> shapes;
+    for (const auto& b : buffers) shapes.push_back({b.name, b.size});
+    const auto saved = match_state_buffers(shapes, s.optimizer_buffers, "snapshot");
     synchronize();
     params_.upload(s.params);
-    for (const auto& b : buffers) {
-        FUSEDNGP_GPU_CHECK(cudaMemcpy(b.data, find(b.name)->second.data(), b.size * sizeof(float),
-                                      cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        if (buffers[i].size == 0) continue;
+        if (saved[i]) {
+            FUSEDNGP_GPU_CHECK(cudaMemcpy(buffers[i].data, saved[i]->data(), buffers[i].size * sizeof(float),
+                                          cudaMemcpyHostToDevice));
+        } else {
+            FUSEDNGP_GPU_CHECK(cudaMemset(buffers[i].data, 0, buffers[i].size * sizeof(float)));
+        }
     }
     optimizer_->set_step_count(s.step, stream_);
     refresh_component_params(params_.data());

@@ -4,6 +4,7 @@
 #include "engine/cuda_backend_kernels.h"
 #include "gpu/cuda_check.h"
 #include "networks/mlp.h"
+#include "optimizers/state_matching.h"
 
 #include <cstdio>
 #include <sstream>
@@ -158,20 +159,20 @@ void DeviceModel::load(const std::vector<float>& params,
         throw InputError(which + " model: the state has " + std::to_string(params.size()) + " parameters, expected " +
                          std::to_string(params_.size()));
     std::vector<gpu::GpuStateBuffer> buffers = optimizer_->state();
-    if (buffers.size() != optimizer.size())
-        throw InputError(which + " optimizer: the state has " + std::to_string(optimizer.size()) +
-                         " buffers, expected " + std::to_string(buffers.size()));
-    for (size_t i = 0; i < buffers.size(); ++i)
-        if (buffers[i].name != optimizer[i].first || buffers[i].size != optimizer[i].second.size())
-            throw InputError(which + " optimizer: state buffer \"" + optimizer[i].first + "\" (" +
-                             std::to_string(optimizer[i].second.size()) + " values) does not fit \"" +
-                             buffers[i].name + "\" (" + std::to_string(buffers[i].size) + ")");
+    std::vector<StateBufferShape> shapes;
+    for (const auto& b : buffers) shapes.push_back({b.name, b.size});
+    const auto saved = match_state_buffers(shapes, optimizer, which + " optimizer: the state");
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
     params_.upload(params);
-    for (size_t i = 0; i < buffers.size(); ++i)
-        if (buffers[i].size > 0)
-            FUSEDNGP_GPU_CHECK(cudaMemcpy(buffers[i].data, optimizer[i].second.data(), buffers[i].size * sizeof(float),
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        if (buffers[i].size == 0) continue;
+        if (saved[i]) {
+            FUSEDNGP_GPU_CHECK(cudaMemcpy(buffers[i].data, saved[i]->data(), buffers[i].size * sizeof(float),
                                           cudaMemcpyHostToDevice));
+        } else {
+            FUSEDNGP_GPU_CHECK(cudaMemset(buffers[i].data, 0, buffers[i].size * sizeof(float)));
+        }
+    }
     optimizer_->set_step_count(step, stream);
     grads_.fill_bytes(0, stream);  // as the sparse path needs
     refresh_components(params_.data(), stream);

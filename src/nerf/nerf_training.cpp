@@ -2,7 +2,9 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "optimizers/state_matching.h"
 
+#include <algorithm>
 #include <string>
 
 namespace fusedngp::nerf {
@@ -15,18 +17,17 @@ std::vector<std::pair<std::string, std::vector<float>>> optimizer_buffers(Optimi
     return out;
 }
 
-void restore_optimizer(Optimizer<float>& optimizer, const std::vector<std::pair<std::string, std::vector<float>>>& saved,
-                       const std::string& which) {
+void restore_optimizer(Optimizer<float>& optimizer, const SavedStateBuffers& saved, const std::string& which) {
     auto buffers = optimizer.state();
-    if (buffers.size() != saved.size())
-        throw InputError(which + " optimizer: the state has " + std::to_string(saved.size()) + " buffers, expected " +
-                         std::to_string(buffers.size()));
+    std::vector<StateBufferShape> shapes;
+    for (const auto& b : buffers) shapes.push_back({b.name, b.data->size()});
+    const auto values = match_state_buffers(shapes, saved, which + " optimizer: the state");
     for (size_t i = 0; i < buffers.size(); ++i) {
-        if (buffers[i].name != saved[i].first || buffers[i].data->size() != saved[i].second.size())
-            throw InputError(which + " optimizer: state buffer \"" + saved[i].first + "\" (" +
-                             std::to_string(saved[i].second.size()) + " values) does not fit \"" + buffers[i].name +
-                             "\" (" + std::to_string(buffers[i].data->size()) + ")");
-        *buffers[i].data = saved[i].second;
+        if (values[i]) {
+            *buffers[i].data = *values[i];
+        } else {
+            std::fill(buffers[i].data->begin(), buffers[i].data->end(), 0.f);
+        }
     }
 }
 
@@ -73,13 +74,15 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     if (it == config.end()) return s;
     if (!it->is_object()) throw ConfigError("sampling", "must be an object");
     for (const auto& [key, value] : it->items()) {
+        if (key == "snap_to_pixel_centers") continue;  // a boolean: get_bool checks it
         if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
             key != "occupancy_warmup_steps" && key != "samples_per_batch")
             throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
                                                  "occupancy_update_interval, occupancy_warmup_steps, "
-                                                 "samples_per_batch)");
+                                                 "samples_per_batch, snap_to_pixel_centers)");
         if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
     }
+    s.snap_to_pixel_centers = get_bool(*it, "sampling", "snap_to_pixel_centers", s.snap_to_pixel_centers);
     s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
     s.max_samples_per_ray = (int)get_number(*it, "sampling", "max_samples_per_ray", s.max_samples_per_ray);
     if (s.max_samples_per_ray < 1) throw ConfigError("sampling.max_samples_per_ray", "must be at least 1");

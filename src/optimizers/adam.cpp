@@ -1,5 +1,7 @@
 #include "optimizers/adam.h"
 
+#include "optimizers/adam_bias.h"
+
 #include "optimizers/param_groups.h"
 #include "optimizers/settings_fields.h"
 
@@ -65,6 +67,7 @@ AdamSettings parse_adam_settings(const json& config, const std::string& path) {
     s.epsilon = get_positive(config, path, "epsilon", s.epsilon);
     s.l2_reg = get_nonnegative(config, path, "l2_reg", s.l2_reg);
     s.skip_zero_gradient_rows = parse_row_skip(config, path);
+    s.per_row_bias_correction = get_bool(config, path, "per_row_bias_correction", s.per_row_bias_correction);
     s.not_implemented = read_not_implemented_fields(config, path);
     return s;
 }
@@ -76,6 +79,15 @@ void AdamOptimizer<T>::allocate(const std::vector<ParamGroup>& groups) {
     first_moment_.assign(extent, T(0));
     second_moment_.assign(extent, T(0));
     step_ = 0;
+    size_t rows = 0;
+    row_steps_offset_.assign(groups.size(), kNoRowSteps);
+    for (size_t g = 0; g < groups.size(); ++g) {
+        if (!settings_.per_row_bias_correction || !skips_rows_of(groups[g])) continue;
+        row_steps_offset_[g] = rows;
+        rows += rows_of(groups[g]);
+    }
+    row_steps_.assign(rows, T(0));
+    bias_corrections_ = rows > 0 ? adam_bias_corrections(settings_.beta1, settings_.beta2) : std::vector<double>{};
 }
 
 template <typename T>
@@ -96,12 +108,16 @@ void AdamOptimizer<T>::step(T* params, const T* grads) {
     const double t = (double)step_;
     const T step_size = (T)(settings_.learning_rate * std::sqrt(1.0 - std::pow(settings_.beta2, t)) /
                             (1.0 - std::pow(settings_.beta1, t)));
-    for (const ParamGroup& group : groups_) step_group(group, step_size, params, grads);
+    for (size_t g = 0; g < groups_.size(); ++g) step_group(g, step_size, params, grads);
 }
 
 template <typename T>
-void AdamOptimizer<T>::step_group(const ParamGroup& group, T step_size, T* params, const T* grads) {
+void AdamOptimizer<T>::step_group(size_t g, T step_size, T* params, const T* grads) {
+    const ParamGroup& group = groups_[g];
     const bool skip_zero_rows = skips_rows_of(group);
+    T* row_steps = row_steps_offset_[g] != kNoRowSteps ? row_steps_.data() + row_steps_offset_[g] : nullptr;
+    const double learning_rate = settings_.learning_rate;
+    const std::vector<double>& bias = bias_corrections_;
     const size_t row_size = std::max<size_t>(group.row_size, 1);
     const int64_t n_rows = (int64_t)((group.size + row_size - 1) / row_size);
     const size_t group_end = group.offset + group.size;
@@ -118,18 +134,26 @@ void AdamOptimizer<T>::step_group(const ParamGroup& group, T step_size, T* param
         const size_t begin = group.offset + (size_t)row * row_size;
         const size_t end = std::min(begin + row_size, group_end);
         if (skip_zero_rows && all_zero(grads + begin, end - begin)) continue;
+        T row_step_size = step_size;
+        if (row_steps) {
+            const float n = next_row_step((float)row_steps[row], (unsigned int)bias.size());
+            row_steps[row] = (T)n;
+            row_step_size = (T)(learning_rate * bias[(size_t)n - 1]);
+        }
         for (size_t i = begin; i < end; ++i) {
-            const T g = grads[i] + l2_reg * params[i];
-            m[i] = beta1 * m[i] + one_minus_beta1 * g;
-            v[i] = beta2 * v[i] + one_minus_beta2 * g * g;
-            params[i] -= step_size * m[i] / (std::sqrt(v[i]) + epsilon);
+            const T gi = grads[i] + l2_reg * params[i];
+            m[i] = beta1 * m[i] + one_minus_beta1 * gi;
+            v[i] = beta2 * v[i] + one_minus_beta2 * gi * gi;
+            params[i] -= row_step_size * m[i] / (std::sqrt(v[i]) + epsilon);
         }
     }
 }
 
 template <typename T>
 std::vector<StateBuffer<T>> AdamOptimizer<T>::state() {
-    return {{"first_moment", &first_moment_}, {"second_moment", &second_moment_}};
+    std::vector<StateBuffer<T>> buffers{{"first_moment", &first_moment_}, {"second_moment", &second_moment_}};
+    if (!row_steps_.empty()) buffers.push_back({"row_steps", &row_steps_});
+    return buffers;
 }
 
 template <typename T>
@@ -142,6 +166,7 @@ nlohmann::json AdamOptimizer<T>::describe() const {
         {"epsilon", settings_.epsilon},
         {"l2_reg", settings_.l2_reg},
         {"skip_zero_gradient_rows", row_skip_to_json(settings_.skip_zero_gradient_rows)},
+        {"per_row_bias_correction", settings_.per_row_bias_correction},
     };
     if (!settings_.not_implemented.empty()) d["not_implemented"] = settings_.not_implemented;
     return d;

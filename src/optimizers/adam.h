@@ -10,6 +10,14 @@
 // the batch's samples fall into. Letting momentum keep moving all the other
 // rows would both cost time and drift entries no sample has seen recently, so
 // rows whose gradient is entirely zero are left alone: w, m and v unchanged.
+//
+// Per-row bias correction (per_row_bias_correction, on by default, as
+// tiny-cuda-nn's per-parameter step counts): a skipped row has taken fewer
+// updates than the optimizer has steps, so its t above is its own count of
+// updates ("row_steps" in state(), one per row of the groups that skip rows),
+// not the global step. With the global step a row first touched late would
+// start with the fully decayed corrections of ~1 while its moments are
+// still warming up, which makes its first dozens of updates up to ~2x larger.
 #pragma once
 
 #include "core/json_fields.h"
@@ -34,14 +42,18 @@ struct AdamSettings {
     double epsilon = 1e-8;
     double l2_reg = 1e-8;
     ZeroGradientRowSkip skip_zero_gradient_rows = ZeroGradientRowSkip::Auto;
+    bool per_row_bias_correction = true;
     // tiny-cuda-nn fields we accept but do not implement, when set to a
     // non-default value (relative_decay, absolute_decay, adabound).
     nlohmann::json not_implemented = nlohmann::json::object();
 };
 
 // Reads "learning_rate", "beta1", "beta2", "epsilon", "l2_reg",
-// "skip_zero_gradient_rows" (true, false or "auto").
+// "skip_zero_gradient_rows" (true, false or "auto"), "per_row_bias_correction".
 AdamSettings parse_adam_settings(const json& config, const std::string& path);
+
+// Marks a group without row step counts (AdamOptimizer's row_steps_offset_).
+constexpr size_t kNoRowSteps = ~size_t(0);
 
 template <typename T>
 class AdamOptimizer : public Optimizer<T> {
@@ -57,18 +69,23 @@ public:
     double learning_rate() const override { return settings_.learning_rate; }
     void set_learning_rate(double lr) override { settings_.learning_rate = lr; }
 
-    // "first_moment" (m) and "second_moment" (v), indexed like the params.
+    // "first_moment" (m) and "second_moment" (v), indexed like the params;
+    // "row_steps" (updates per row of the row-skipping groups, in group
+    // order) where rows count their own steps.
     std::vector<StateBuffer<T>> state() override;
     nlohmann::json describe() const override;
 
 private:
     bool skips_rows_of(const ParamGroup& group) const;
-    void step_group(const ParamGroup& group, T step_size, T* params, const T* grads);
+    void step_group(size_t g, T step_size, T* params, const T* grads);
 
     AdamSettings settings_;
     std::vector<ParamGroup> groups_;
     std::vector<T> first_moment_;
     std::vector<T> second_moment_;
+    std::vector<T> row_steps_;
+    std::vector<size_t> row_steps_offset_;  // per group; kNoRowSteps where the group has none
+    std::vector<double> bias_corrections_;  // adam_bias.h
     uint64_t step_ = 0;
 };
 

@@ -18,6 +18,12 @@ inline size_t params_extent(const std::vector<ParamGroup>& groups) {
     return extent;
 }
 
+// Rows of a group (row_size elements each, the last one possibly short).
+inline size_t rows_of(const ParamGroup& g) {
+    const size_t row_size = std::max<size_t>(g.row_size, 1);
+    return (g.size + row_size - 1) / row_size;
+}
+
 // Prepends `prefix` + "." to every buffer name, so that a wrapper's state
 // names say which nested optimizer a buffer belongs to (mirroring the config
 // path, e.g. "nested.first_moment").

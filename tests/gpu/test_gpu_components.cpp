@@ -975,6 +975,8 @@ std::vector<OptimizerCase> optimizer_cases() {
         {"AdamDefaults", {{"otype", "Adam"}}},
         {"AdamSkipAllRowsL2", {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"l2_reg", 1e-3}, {"skip_zero_gradient_rows", true}}},
         {"AdamNoRowSkip", {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"skip_zero_gradient_rows", false}}},
+        {"AdamGlobalBiasCorrection",
+         {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"beta2", 0.99}, {"per_row_bias_correction", false}}},
         {"Sgd", {{"otype", "SGD"}, {"learning_rate", 0.1}, {"l2_reg", 1e-2}}},
         {"EmaOverAdam", {{"otype", "EMA"}, {"decay", 0.9}, {"nested", adam}}},
         {"DecayOverAdam",

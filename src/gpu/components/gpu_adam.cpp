@@ -1,6 +1,7 @@
 #include "gpu/components/gpu_adam.h"
 
 #include "launch_optimizers.h"
+#include "optimizers/adam_bias.h"
 #include "optimizers/param_groups.h"
 
 namespace fusedngp::gpu {
@@ -21,6 +22,17 @@ AdamConstants adam_constants(const AdamSettings& s) {
     return k;
 }
 
+// With the device bias-correction table where rows count their own updates.
+AdamConstants adam_constants(const AdamSettings& s, const DeviceBuffer<double>& bias_corrections,
+                             bool has_row_steps) {
+    AdamConstants k = adam_constants(s);
+    if (has_row_steps) {
+        k.bias_corrections = bias_corrections.data();
+        k.n_bias_corrections = (unsigned int)bias_corrections.size();
+    }
+    return k;
+}
+
 } // namespace
 
 GpuAdam::GpuAdam(const AdamSettings& settings) : GpuLeafOptimizer(settings.learning_rate), settings_(settings) {}
@@ -32,6 +44,20 @@ void GpuAdam::allocate(const std::vector<ParamGroup>& groups, cudaStream_t strea
     second_moment_.resize(extent);
     first_moment_.fill_bytes(0, stream);
     second_moment_.fill_bytes(0, stream);
+    size_t rows = 0;
+    row_steps_offset_.assign(groups.size(), kNoRowSteps);
+    for (size_t g = 0; g < groups.size(); ++g) {
+        if (!settings_.per_row_bias_correction || !skips_rows_of(groups[g])) continue;
+        row_steps_offset_[g] = rows;
+        rows += rows_of(groups[g]);
+    }
+    row_steps_.resize(rows);
+    row_steps_.fill_bytes(0, stream);
+    if (rows > 0) {
+        const std::vector<double> table = adam_bias_corrections(settings_.beta1, settings_.beta2);
+        bias_corrections_.resize(table.size());
+        bias_corrections_.upload(table);
+    }
     set_step_count(0, stream);
     resident_blocks_ = adam_fused_resident_blocks();  // a device query: not while capturing
 }
@@ -43,6 +69,10 @@ bool GpuAdam::skips_rows_of(const ParamGroup& group) const {
         case ZeroGradientRowSkip::Auto: break;
     }
     return group.row_size > 1;
+}
+
+float* GpuAdam::row_steps_of(size_t group) {
+    return row_steps_offset_[group] != kNoRowSteps ? row_steps_.data() + row_steps_offset_[group] : nullptr;
 }
 
 // The fused kernel's table holds kMaxFusedAdamGroups groups; more (never
@@ -64,9 +94,11 @@ void GpuAdam::step(float* d_params, const float* d_grads, cudaStream_t stream) {
 void GpuAdam::step_fused(float* d_params, const float* d_grads, cudaStream_t stream) {
     AdamGroupTable table;
     table.max_grid = resident_blocks_;
-    for (const ParamGroup& group : groups_) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+        const ParamGroup& group = groups_[gi];
         if (group.size == 0) continue;
         AdamGroupEntry& e = table.groups[table.n_groups++];
+        e.row_steps = row_steps_of(gi);
         e.offset = group.offset;
         e.size = group.size;
         e.row_size = group.row_size > 0 ? group.row_size : 1;
@@ -78,21 +110,23 @@ void GpuAdam::step_fused(float* d_params, const float* d_grads, cudaStream_t str
         if (fragments_.master && group.name == fragment_group_) e.fragments = fragments_;
         table.n_blocks += adam_fused_blocks_for_rows((e.size + e.row_size - 1) / e.row_size);
     }
-    launch_adam_fused_update(counters(), adam_constants(settings_), schedule(), table, d_params, d_grads,
+    launch_adam_fused_update(counters(), adam_constants(settings_, bias_corrections_, row_steps_.size() > 0), schedule(), table, d_params, d_grads,
                              first_moment_.data(), second_moment_.data(), stream);
 }
 
 void GpuAdam::step_per_group(float* d_params, const float* d_grads, cudaStream_t stream) {
-    const AdamConstants k = adam_constants(settings_);
+    const AdamConstants k = adam_constants(settings_, bias_corrections_, row_steps_.size() > 0);
     launch_adam_begin_step(counters(), k, schedule(), stream);
-    for (const ParamGroup& group : groups_) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+        const ParamGroup& group = groups_[gi];
         AdamConstants group_k = k;
         if (!takes_l2_reg(group)) group_k.l2_reg = 0.f;
         // The sparse contract (set_sparse_group) lets this group's gradient be written.
         const bool sparse = half_mirror_ && group.name == sparse_group_;
         const SparseRowOutputs outputs{sparse ? const_cast<float*>(d_grads) : nullptr, sparse ? half_mirror_ : nullptr};
         launch_adam_update(device_counters(), group_k, d_params, d_grads, first_moment_.data(), second_moment_.data(),
-                           group.offset, group.size, group.row_size, skips_rows_of(group), outputs, stream);
+                           group.offset, group.size, group.row_size, skips_rows_of(group), row_steps_of(gi), outputs,
+                           stream);
     }
 }
 
@@ -137,8 +171,10 @@ bool GpuAdam::set_fragment_outputs(const std::string& group, const MlpFragmentTa
 }
 
 std::vector<GpuStateBuffer> GpuAdam::state() {
-    return {{"first_moment", first_moment_.data(), first_moment_.size()},
-            {"second_moment", second_moment_.data(), second_moment_.size()}};
+    std::vector<GpuStateBuffer> buffers{{"first_moment", first_moment_.data(), first_moment_.size()},
+                                        {"second_moment", second_moment_.data(), second_moment_.size()}};
+    if (row_steps_.size() > 0) buffers.push_back({"row_steps", row_steps_.data(), row_steps_.size()});
+    return buffers;
 }
 
 } // namespace fusedngp::gpu

@@ -19,7 +19,8 @@ public:
     std::string otype() const override { return "Adam"; }
     void allocate(const std::vector<ParamGroup>& groups, cudaStream_t stream) override;
     void step(float* d_params, const float* d_grads, cudaStream_t stream) override;
-    // "first_moment" (m) and "second_moment" (v), indexed like the params.
+    // "first_moment" (m) and "second_moment" (v), indexed like the params;
+    // "row_steps" with per-row bias correction (AdamOptimizer::state).
     std::vector<GpuStateBuffer> state() override;
     bool set_sparse_group(const std::string& group, __half* half_mirror) override;
     void set_fused_update(bool on) override;
@@ -28,6 +29,7 @@ public:
 
 private:
     bool skips_rows_of(const ParamGroup& group) const;
+    float* row_steps_of(size_t group);
     bool fused_applies() const;
     void step_per_group(float* d_params, const float* d_grads, cudaStream_t stream);
     void step_fused(float* d_params, const float* d_grads, cudaStream_t stream);
@@ -41,6 +43,9 @@ private:
     AdamSettings settings_;
     std::vector<ParamGroup> groups_;
     DeviceBuffer<float> first_moment_, second_moment_;
+    DeviceBuffer<float> row_steps_;
+    std::vector<size_t> row_steps_offset_;  // per group, kNoRowSteps where it has none
+    DeviceBuffer<double> bias_corrections_;
 };
 
 } // namespace fusedngp::gpu

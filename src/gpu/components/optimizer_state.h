@@ -14,6 +14,7 @@ struct OptimizerCounters {
     unsigned long long step = 0;  // completed updates
     double learning_rate = 0;     // base learning rate (before any schedule)
     float step_size = 0;          // what the current update multiplies by (set at the start of a step)
+    double step_learning_rate = 0;  // the scheduled learning rate of that update (per-row bias correction)
     // The fused Adam update (one launch per step): blocks that have read
     // `step`; the last one advances the counter and resets this to 0.
     unsigned int blocks_done = 0;
