@@ -45,6 +45,7 @@ struct NerfTrainingRaysArgs {
     uint32_t n_frames = 0;
     const uint8_t* images = nullptr;  // [n_frames][height][width][4]
     uint32_t width = 0, height = 0;
+    bool snap_to_pixel_centers = true;  // nerf/training_rays.h training_ray_pixel
     NerfMarchView grid;
     NerfSampleBuffers samples;
     uint32_t* ray_first = nullptr;    // [n_rays]

@@ -81,7 +81,9 @@ __global__ void training_rays_kernel(const NerfTrainingRaysArgs a) {
         a.ray_target[3 * r + c] = target[c];
         a.ray_background[3 * r + c] = d.background[c];
     }
-    const Ray ray = camera_ray(a.cameras[d.frame], (float)d.x + d.jitter_x, (float)d.y + d.jitter_y);
+    float px = 0, py = 0;
+    nerf::training_ray_pixel(d, a.snap_to_pixel_centers, &px, &py);
+    const Ray ray = camera_ray(a.cameras[d.frame], px, py);
     // Two marches: count, reserve a range, then write (marching is cheap next
     // to the networks, and a reserved range keeps a ray's samples together).
     const int n = nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,

@@ -50,6 +50,14 @@ void save_view(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg, const
 }
 
 // Decoding a scene's images takes seconds: on a terminal, a live count.
+// How much of the scene the occupancy grid still marches through: the
+// fraction of occupied cells per cascade and the density threshold.
+json occupancy_summary(const nerf::OccupancyGrid& grid) {
+    json fractions = json::array();
+    for (int k = 0; k < grid.n_cascades(); ++k) fractions.push_back(grid.fraction_occupied(k));
+    return json{{"fraction_occupied_per_cascade", fractions}, {"threshold", grid.threshold()}};
+}
+
 NerfLoadOptions loading_progress() {
     NerfLoadOptions o;
     if (!isatty(fileno(stdout))) return o;
@@ -242,6 +250,7 @@ int run_train_nerf(const TrainOptions& o) {
                  {"renders", renders},
                  {"render_ms", render_ms},
                  {"diagnostics", trainer.diagnostics()},
+                 {"occupancy", occupancy_summary(trainer.occupancy_grid())},
                  {"config", config}};
     // test_psnr on the test split; without one, the PSNR of the first train views.
     summary[has_test ? "test_psnr" : "train_psnr"] = json_number_or_null(psnr);

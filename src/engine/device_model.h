@@ -53,6 +53,9 @@ public:
 
     // Sizes the training intermediates for batches up to `batch` (allocates).
     void reserve(uint32_t batch);
+    // Sizes inference() for batches up to `batch` (allocates; the cuBLAS
+    // kernel keeps per-sample buffers, the fused one none).
+    void reserve_inference(uint32_t batch) { mlp_->reserve(batch); }
 
     // Training forward: in [batch][n_input_dims] -> out [batch][n_output_dims].
     void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream);

@@ -117,6 +117,7 @@ void NerfCudaTrainer::allocate_buffers() {
     const size_t n = capacity_;
     density_->reserve(capacity_);
     colour_->reserve(capacity_);
+    density_->reserve_inference(march_capacity_);  // compaction and the occupancy update
     // Inputs start as valid points: every step runs the networks on the
     // whole buffer, and rows no ray wrote keep older (finite) samples.
     positions_.resize(3 * n);
@@ -292,6 +293,7 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     a.images = images_.data();
     a.width = dataset_.images.width;
     a.height = dataset_.images.height;
+    a.snap_to_pixel_centers = settings_.snap_to_pixel_centers;
     a.grid = march_view();
     const gpu::NerfSampleBuffers marched{marched_positions_.data(), marched_directions_.data(), 3, marched_t_.data(),
                                          marched_dt_.data(), march_limit_};

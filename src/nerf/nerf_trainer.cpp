@@ -145,7 +145,9 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
             bg[c] = (T)d.background[c];
             b.target[3 * r + c] = (T)target[c];
         }
-        const Ray ray = camera_ray(dataset_.frames[d.frame].camera, (float)d.x + d.jitter_x, (float)d.y + d.jitter_y);
+        float px = 0, py = 0;
+        training_ray_pixel(d, settings_.snap_to_pixel_centers, &px, &py);
+        const Ray ray = camera_ray(dataset_.frames[d.frame].camera, px, py);
         march_ray(ray.origin, ray.direction, bounds_, d.march_jitter, grid_.bits().data(), march_,
                   [&](Vec3 p, float t, float dt) {
                       for (int a = 0; a < 3; ++a) {

@@ -74,6 +74,9 @@ struct NerfTrainerSettings {
     // step marches about this many samples (instant-ngp: 2^18). The CPU
     // trainer keeps rays_per_batch fixed.
     uint32_t samples_per_batch = 1u << 18;
+    // Training rays through pixel centres (training_rays.h); false: jittered
+    // inside the pixel.
+    bool snap_to_pixel_centers = true;
 };
 
 // One batch of rays and their samples, as drawn by a step (kept so a test can

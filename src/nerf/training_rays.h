@@ -45,6 +45,16 @@ FUSEDNGP_HD TrainingRayDraw draw_training_ray(uint64_t key, uint64_t step, uint3
     return d;
 }
 
+// Where a training ray crosses the image: the pixel's centre (instant-ngp's
+// default, snap_to_pixel_centers: the ray and its target, the pixel's value,
+// agree, as they do where the test views are evaluated), or the jittered
+// point inside the pixel (the target stays the pixel's value: a ray through
+// the pixel's edge learns its neighbour's colour half the time, a blur).
+FUSEDNGP_HD void training_ray_pixel(const TrainingRayDraw& d, bool snap_to_pixel_centers, float* px, float* py) {
+    *px = (float)d.x + (snap_to_pixel_centers ? 0.5f : d.jitter_x);
+    *py = (float)d.y + (snap_to_pixel_centers ? 0.5f : d.jitter_y);
+}
+
 // The training target of a pixel: straight-alpha 8-bit RGBA composited on
 // the background, rgb * a + bg * (1 - a), in [0, 1].
 FUSEDNGP_HD void composite_pixel(const uint8_t* rgba, const float background[3], float out[3]) {
