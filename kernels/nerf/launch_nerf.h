@@ -7,6 +7,7 @@
 
 #include "nerf/ray_loss.h"
 #include "nerf/ray_marching_math.h"
+#include "nerf/volume_rendering.h"
 #include "render/camera.h"
 
 #include <cuda_runtime_api.h>
@@ -133,19 +134,39 @@ struct NerfViewRays {
     uint32_t n_rays = 0;
 };
 
-// counts[i] = samples of ray i (pixel centres, no jitter).
-void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchView& grid, uint32_t* counts,
-                                    cudaStream_t stream);
-// Writes the samples of rays [ray_begin, ray_end) at offsets[i] - offsets[ray_begin].
-void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid, const uint32_t* offsets,
-                            uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
+// A view renders in rounds, so rays stop marching once they are opaque
+// (early termination): each round every ray that is still going marches up
+// to max_per_ray more samples from where it stopped, both networks run on
+// them, and each ray composites them onto its running sum (RayAccumulator:
+// exactly render_ray's arithmetic). A ray is done when its transmittance
+// drops below render_ray's threshold or its march ends.
+struct NerfViewRayState {
+    nerf::MarchCursor cursor;
+    nerf::RayAccumulator<float> acc;
+    uint32_t done = 0;
+};
+
+// Every ray's state at its march's start (pixel centres, no jitter).
+void launch_nerf_start_view(const NerfViewRays& rays, const NerfMarchView& grid, NerfViewRayState* state,
                             cudaStream_t stream);
-// rgb_out[i] (i in [ray_begin, ray_end), RGB floats) = render_ray of the ray's
-// samples on `background`; with depth_out, depth_out[i] = its depth / opacity
-// where the opacity passes min_depth_opacity, else 0 (and no colour).
-void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
-                                const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
-                                float* rgb_out, float* depth_out, float min_depth_opacity, cudaStream_t stream);
+// counts[i] = samples ray i marches this round (0 once done).
+void launch_nerf_count_view_round(const NerfViewRays& rays, const NerfMarchView& grid, const NerfViewRayState* state,
+                                  uint32_t max_per_ray, uint32_t* counts, cudaStream_t stream);
+// Writes the round's samples of rays [ray_begin, ray_end) at offsets[i] -
+// offsets[ray_begin] and advances their cursors.
+void launch_nerf_march_view_round(const NerfViewRays& rays, const NerfMarchView& grid, NerfViewRayState* state,
+                                  uint32_t max_per_ray, const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,
+                                  const NerfSampleBuffers& samples, cudaStream_t stream);
+// Composites the round's samples of rays [ray_begin, ray_end) (sigma, rgb, t,
+// dt at the same offsets) and marks the rays that are done.
+void launch_nerf_composite_view_round(const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,
+                                      const float* sigma, const float* rgb, const float* t, const float* dt,
+                                      const NerfMarchView& grid, NerfViewRayState* state, cudaStream_t stream);
+// rgb_out[i] (RGB floats) = the ray's result on `background`; with depth_out,
+// depth_out[i] = its depth / opacity where the opacity passes
+// min_depth_opacity, else 0 (and no colour).
+void launch_nerf_finish_view(const NerfViewRayState* state, uint32_t n_rays, Vec3 background, float* rgb_out,
+                             float* depth_out, float min_depth_opacity, cudaStream_t stream);
 
 // ---- Occupancy grid -----------------------------------------------------------
 

@@ -192,39 +192,61 @@ __device__ Ray view_ray(const NerfViewRays& v, uint32_t i) {
     return camera_ray(v.camera, (float)(p % w) + 0.5f, (float)(p / w) + 0.5f);
 }
 
-__global__ void count_view_samples_kernel(const NerfViewRays v, const NerfMarchView g, uint32_t* counts) {
+__global__ void start_view_kernel(const NerfViewRays v, const NerfMarchView g, NerfViewRayState* state) {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= v.n_rays) return;
     const Ray ray = view_ray(v, i);
-    counts[i] = (uint32_t)nerf::march_ray(ray.origin, ray.direction, g.bounds, 0.f, g.bits, g.march,
-                                          [](Vec3, float, float) {});
+    NerfViewRayState s;
+    s.cursor = nerf::march_start(ray.origin, ray.direction, g.bounds, 0.f, g.march);
+    state[i] = s;
 }
 
-__global__ void march_view_kernel(const NerfViewRays v, const NerfMarchView g, const uint32_t* offsets,
-                                  uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers s) {
+__global__ void count_view_round_kernel(const NerfViewRays v, const NerfMarchView g,
+                                        const NerfViewRayState* __restrict__ state, uint32_t max_per_ray,
+                                        uint32_t* counts) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= v.n_rays) return;
+    if (state[i].done) {
+        counts[i] = 0;
+        return;
+    }
+    const Ray ray = view_ray(v, i);
+    nerf::MarchCursor c = state[i].cursor;
+    counts[i] = (uint32_t)nerf::march_segment(ray.origin, ray.direction, c, (int)max_per_ray, g.bits, g.march,
+                                              [](Vec3, float, float) {});
+}
+
+__global__ void march_view_round_kernel(const NerfViewRays v, const NerfMarchView g, NerfViewRayState* state,
+                                        uint32_t max_per_ray, const uint32_t* offsets, uint32_t ray_begin,
+                                        uint32_t ray_end, const NerfSampleBuffers s) {
     const uint32_t i = ray_begin + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= ray_end) return;
+    if (i >= ray_end || state[i].done) return;
     const Ray ray = view_ray(v, i);
     uint32_t k = offsets[i] - offsets[ray_begin];
-    nerf::march_ray(ray.origin, ray.direction, g.bounds, 0.f, g.bits, g.march,
-                    [&](Vec3 p, float t, float dt) { store_sample(s, k++, p, ray.direction, t, dt); });
+    nerf::march_segment(ray.origin, ray.direction, state[i].cursor, (int)max_per_ray, g.bits, g.march,
+                        [&](Vec3 p, float t, float dt) { store_sample(s, k++, p, ray.direction, t, dt); });
 }
 
-__global__ void composite_view_kernel(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin,
-                                      uint32_t ray_end, const float* sigma, const float* rgb, const float* t,
-                                      const float* dt, Vec3 background, float* rgb_out, float* depth_out,
-                                      float min_depth_opacity) {
+__global__ void composite_view_round_kernel(const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,
+                                            const float* sigma, const float* rgb, const float* t, const float* dt,
+                                            const NerfMarchView g, NerfViewRayState* state) {
     const uint32_t i = ray_begin + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= ray_end) return;
-    const uint32_t f = offsets[i] - offsets[ray_begin];
-    nerf::RaySamples<float> s;
-    s.n = (int)counts[i];
-    s.sigma = sigma + f;
-    s.rgb = rgb + 3 * (size_t)f;
-    s.dt = dt + f;
-    s.t = t + f;
+    if (i >= ray_end || state[i].done) return;
+    const uint32_t f = offsets[i] - offsets[ray_begin], n = offsets[i + 1] - offsets[i];
+    const float min_transmittance = nerf::kDefaultMinTransmittance;
+    nerf::RayAccumulator<float> acc = state[i].acc;
+    for (uint32_t j = f; j < f + n && !acc.terminated(min_transmittance); ++j)
+        acc.add(sigma[j], dt[j], rgb + 3 * (size_t)j, t + j);
+    state[i].acc = acc;
+    if (acc.terminated(min_transmittance) || nerf::march_finished(state[i].cursor, g.march)) state[i].done = 1;
+}
+
+__global__ void finish_view_kernel(const NerfViewRayState* __restrict__ state, uint32_t n_rays, Vec3 background,
+                                   float* rgb_out, float* depth_out, float min_depth_opacity) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_rays) return;
     const float bg[3] = {background.x, background.y, background.z};
-    const nerf::RayResult<float> res = nerf::render_ray(s, bg);
+    const nerf::RayResult<float> res = state[i].acc.finish(bg);
     if (depth_out) {
         depth_out[i] = res.opacity > min_depth_opacity ? res.depth / res.opacity : 0.f;
         return;
@@ -361,28 +383,45 @@ void launch_nerf_density_gradient(const float* d_colour_in, uint32_t colour_in_s
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
-void launch_nerf_count_view_samples(const NerfViewRays& rays, const NerfMarchView& grid, uint32_t* counts,
-                                    cudaStream_t stream) {
-    if (rays.n_rays == 0) return;
-    count_view_samples_kernel<<<blocks_for(rays.n_rays, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, counts);
-    FUSEDNGP_GPU_CHECK(cudaGetLastError());
-}
-
-void launch_nerf_march_view(const NerfViewRays& rays, const NerfMarchView& grid, const uint32_t* offsets,
-                            uint32_t ray_begin, uint32_t ray_end, const NerfSampleBuffers& samples,
+void launch_nerf_start_view(const NerfViewRays& rays, const NerfMarchView& grid, NerfViewRayState* state,
                             cudaStream_t stream) {
-    if (ray_end <= ray_begin) return;
-    march_view_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, offsets, ray_begin,
-                                                                                 ray_end, samples);
+    if (rays.n_rays == 0) return;
+    start_view_kernel<<<blocks_for(rays.n_rays, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, state);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
-void launch_nerf_composite_view(const uint32_t* offsets, const uint32_t* counts, uint32_t ray_begin, uint32_t ray_end,
-                                const float* sigma, const float* rgb, const float* t, const float* dt, Vec3 background,
-                                float* rgb_out, float* depth_out, float min_depth_opacity, cudaStream_t stream) {
+void launch_nerf_count_view_round(const NerfViewRays& rays, const NerfMarchView& grid, const NerfViewRayState* state,
+                                  uint32_t max_per_ray, uint32_t* counts, cudaStream_t stream) {
+    if (rays.n_rays == 0) return;
+    count_view_round_kernel<<<blocks_for(rays.n_rays, kRayThreads), kRayThreads, 0, stream>>>(rays, grid, state,
+                                                                                            max_per_ray, counts);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_march_view_round(const NerfViewRays& rays, const NerfMarchView& grid, NerfViewRayState* state,
+                                  uint32_t max_per_ray, const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,
+                                  const NerfSampleBuffers& samples, cudaStream_t stream) {
     if (ray_end <= ray_begin) return;
-    composite_view_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(
-        offsets, counts, ray_begin, ray_end, sigma, rgb, t, dt, background, rgb_out, depth_out, min_depth_opacity);
+    march_view_round_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(
+        rays, grid, state, max_per_ray, offsets, ray_begin, ray_end, samples);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_composite_view_round(const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,
+                                      const float* sigma, const float* rgb, const float* t, const float* dt,
+                                      const NerfMarchView& grid, NerfViewRayState* state, cudaStream_t stream) {
+    if (ray_end <= ray_begin) return;
+    composite_view_round_kernel<<<blocks_for(ray_end - ray_begin, kRayThreads), kRayThreads, 0, stream>>>(
+        offsets, ray_begin, ray_end, sigma, rgb, t, dt, grid, state);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_finish_view(const NerfViewRayState* state, uint32_t n_rays, Vec3 background, float* rgb_out,
+                             float* depth_out, float min_depth_opacity, cudaStream_t stream) {
+    if (n_rays == 0) return;
+    finish_view_kernel<<<blocks_for(n_rays, kRayThreads), kRayThreads, 0, stream>>>(state, n_rays, background,
+                                                                                    rgb_out, depth_out,
+                                                                                    min_depth_opacity);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

@@ -22,6 +22,7 @@ using nerf::kDensityOutputs;
 constexpr uint32_t kMaxRaysPerStep = 1u << 20;
 constexpr uint32_t kMinRaysPerStep = 128;
 constexpr uint32_t kViewChunkRays = 1u << 18;
+constexpr uint32_t kViewFirstRoundSamples = 16;  // per ray; doubles each round up to 16x
 // Marched samples per step at most, in budgets: instant-ngp's lego keeps
 // about half of what it marches once trained.
 constexpr uint32_t kMarchBudgets = 4;
@@ -152,6 +153,7 @@ void NerfCudaTrainer::allocate_buffers() {
     step_state_.resize(1);
     view_counts_.resize(kViewChunkRays + 1);
     view_offsets_.resize(kViewChunkRays + 1);
+    view_state_.resize(kViewChunkRays);
     view_rgb_.resize(3 * (size_t)kViewChunkRays);
     size_t scan_bytes = 0;
     gpu::nerf_exclusive_sum(nullptr, nullptr, kViewChunkRays + 1, nullptr, scan_bytes, stream_);
@@ -374,35 +376,27 @@ Image NerfCudaTrainer::render_pixels(const Camera& camera, Vec3 background, bool
     std::vector<uint32_t> offsets;
     for (size_t p0 = 0; p0 < img.pixel_count(); p0 += kViewChunkRays) {
         const uint32_t m = (uint32_t)std::min<size_t>(kViewChunkRays, img.pixel_count() - p0);
-        gpu::NerfViewRays rays{camera, (uint32_t)p0, m};
-        FUSEDNGP_GPU_CHECK(cudaMemsetAsync(view_counts_.data() + m, 0, sizeof(uint32_t), stream_));
-        gpu::launch_nerf_count_view_samples(rays, grid, view_counts_.data(), stream_);
-        size_t bytes = scan_temp_.size();
-        gpu::nerf_exclusive_sum(view_counts_.data(), view_offsets_.data(), m + 1, scan_temp_.data(), bytes, stream_);
-        offsets.resize(m + 1);
-        FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(offsets.data(), view_offsets_.data(), (m + 1) * sizeof(uint32_t),
-                                           cudaMemcpyDeviceToHost, stream_));
-        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
-        // Runs of rays whose samples fit the sample buffers.
-        for (uint32_t r0 = 0; r0 < m;) {
-            uint32_t r1 = r0 + 1;
-            while (r1 < m && offsets[r1 + 1] - offsets[r0] <= capacity_) ++r1;
-            const uint32_t n = offsets[r1] - offsets[r0];
-            const gpu::NerfSampleBuffers samples{positions_.data(), colour_in_.data(), kColourInputs, t_.data(),
-                                                 dt_.data(), capacity_};
-            gpu::launch_nerf_march_view(rays, grid, view_offsets_.data(), r0, r1, samples, stream_);
-            density_->inference(positions_.data(), density_out_.data(), scratch_.data(), n, stream_);
-            gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
-                                     kDensityOutputs, n, stream_);
-            colour_->inference(colour_in_.data(), colour_raw_.data(), scratch_.data(), n, stream_);
-            gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(),
-                                         rgb_.data(), n, stream_);
-            gpu::launch_nerf_composite_view(view_offsets_.data(), view_counts_.data(), r0, r1, sigma_.data(),
-                                            rgb_.data(), t_.data(), dt_.data(), background,
-                                            depth_only ? nullptr : view_rgb_.data(), depth_only ? view_rgb_.data() : nullptr,
-                                            (float)nerf::NerfTrainer<float>::kMinDepthOpacity, stream_);
-            r0 = r1;
+        const gpu::NerfViewRays rays{camera, (uint32_t)p0, m};
+        gpu::launch_nerf_start_view(rays, grid, view_state_.data(), stream_);
+        // Rounds (launch_nerf.h): opaque rays stop marching. Short first
+        // rounds, as most rays turn opaque within a few occupied cells.
+        for (uint32_t round = 0;; ++round) {
+            const uint32_t per_ray = kViewFirstRoundSamples << std::min(round, 4u);
+            FUSEDNGP_GPU_CHECK(cudaMemsetAsync(view_counts_.data() + m, 0, sizeof(uint32_t), stream_));
+            gpu::launch_nerf_count_view_round(rays, grid, view_state_.data(), per_ray, view_counts_.data(), stream_);
+            size_t bytes = scan_temp_.size();
+            gpu::nerf_exclusive_sum(view_counts_.data(), view_offsets_.data(), m + 1, scan_temp_.data(), bytes,
+                                    stream_);
+            offsets.resize(m + 1);
+            FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(offsets.data(), view_offsets_.data(), (m + 1) * sizeof(uint32_t),
+                                               cudaMemcpyDeviceToHost, stream_));
+            FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+            if (offsets[m] == 0) break;
+            render_view_round(rays, grid, per_ray, offsets);
         }
+        gpu::launch_nerf_finish_view(view_state_.data(), m, background, depth_only ? nullptr : view_rgb_.data(),
+                                     depth_only ? view_rgb_.data() : nullptr,
+                                     (float)nerf::NerfTrainer<float>::kMinDepthOpacity, stream_);
         const size_t channels = (size_t)img.channels;
         FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(img.pixels.data() + channels * p0, view_rgb_.data(),
                                            channels * m * sizeof(float), cudaMemcpyDeviceToHost, stream_));
@@ -411,6 +405,32 @@ Image NerfCudaTrainer::render_pixels(const Camera& camera, Vec3 background, bool
     colour_->use_training_params(stream_);
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     return img;
+}
+
+// One round of a view: runs of rays whose samples fit the sample buffers.
+void NerfCudaTrainer::render_view_round(const gpu::NerfViewRays& rays, const gpu::NerfMarchView& grid,
+                                        uint32_t per_ray, const std::vector<uint32_t>& offsets) {
+    const uint32_t m = rays.n_rays;
+    for (uint32_t r0 = 0; r0 < m;) {
+        uint32_t r1 = r0 + 1;
+        while (r1 < m && offsets[r1 + 1] - offsets[r0] <= capacity_) ++r1;
+        const uint32_t n = offsets[r1] - offsets[r0];
+        const gpu::NerfSampleBuffers samples{positions_.data(), colour_in_.data(), kColourInputs, t_.data(),
+                                             dt_.data(), capacity_};
+        gpu::launch_nerf_march_view_round(rays, grid, view_state_.data(), per_ray, view_offsets_.data(), r0, r1,
+                                          samples, stream_);
+        if (n > 0) {
+            density_->inference(positions_.data(), density_out_.data(), scratch_.data(), n, stream_);
+            gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
+                                     kDensityOutputs, n, stream_);
+            colour_->inference(colour_in_.data(), colour_raw_.data(), scratch_.data(), n, stream_);
+            gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(),
+                                         rgb_.data(), n, stream_);
+        }
+        gpu::launch_nerf_composite_view_round(view_offsets_.data(), r0, r1, sigma_.data(), rgb_.data(), t_.data(),
+                                              dt_.data(), grid, view_state_.data(), stream_);
+        r0 = r1;
+    }
 }
 
 double NerfCudaTrainer::psnr_on(const NerfDataset& dataset, Vec3 background) {

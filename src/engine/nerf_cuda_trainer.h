@@ -103,6 +103,8 @@ private:
     gpu::NerfMarchView march_view() const;
     // Colour (3 channels) or depth (1: NerfTrainer::render_depth's definition).
     Image render_pixels(const Camera& camera, Vec3 background, bool depth_only);
+    void render_view_round(const gpu::NerfViewRays& rays, const gpu::NerfMarchView& grid, uint32_t per_ray,
+                           const std::vector<uint32_t>& offsets);
     nerf::RayLoss ray_loss() const { return ray_loss_; }
 
     const NerfDataset& dataset_;
@@ -136,6 +138,7 @@ private:
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;
     gpu::DeviceBuffer<float> view_rgb_;
+    gpu::DeviceBuffer<gpu::NerfViewRayState> view_state_;
     gpu::DeviceBuffer<uint8_t> scan_temp_;
 
     struct Slot {

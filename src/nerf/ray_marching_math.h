@@ -231,23 +231,43 @@ struct MarchSettings {
     int max_samples = 1024;  // per ray
 };
 
-// Marches one ray through `bounds` (usually cascade_box(n_cascades - 1) or a
-// tighter scene box), calling emit(Vec3 p, float t, float dt) for each sample
-// in an occupied cell, in order. Returns the number of samples emitted.
-// `dir` must be unit length; t must stay below ~1e4 so t + kMinStep != t.
-template <typename Emit>
-FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitter, const uint8_t* bits,
-                          const MarchSettings& m, Emit&& emit) {
-    const Vec3 inv_dir = safe_inverse(dir);
+// Where a march resumes: the next lattice point `t` and the box's exit `t1`.
+// A march in segments (march_start, then march_segment until it finishes)
+// visits exactly the lattice of one march_ray call.
+struct MarchCursor {
+    float t = 0, t1 = -1;  // t1 < t: finished (or the ray misses the box)
+    int emitted = 0;       // samples emitted so far (max_samples caps them)
+};
+
+// The cursor at the first lattice point, jitter in [0, 1) of a step past the
+// box entry. A ray that misses the box gets a finished cursor.
+FUSEDNGP_HD MarchCursor march_start(Vec3 origin, Vec3 dir, const Box3& bounds, float jitter, const MarchSettings& m) {
+    MarchCursor c;
     float t0, t1;
-    if (!ray_box_interval(origin, inv_dir, bounds, t0, t1)) return 0;
-    float t = t0 + jitter * march_step(t0, m.cone_angle, m.n_cascades);
+    if (!ray_box_interval(origin, safe_inverse(dir), bounds, t0, t1)) return c;
+    c.t = t0 + jitter * march_step(t0, m.cone_angle, m.n_cascades);
+    c.t1 = t1;
+    return c;
+}
+
+FUSEDNGP_HD bool march_finished(const MarchCursor& c, const MarchSettings& m) {
+    return !(c.t <= c.t1) || c.emitted >= m.max_samples;
+}
+
+// Continues a march from `c`, calling emit(Vec3 p, float t, float dt) for
+// each sample in an occupied cell, in order, until the march finishes or
+// max_emit samples are out; advances `c`. Returns the samples emitted.
+template <typename Emit>
+FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emit, const uint8_t* bits,
+                              const MarchSettings& m, Emit&& emit) {
+    const Vec3 inv_dir = safe_inverse(dir);
+    float t = c.t;
     int n = 0;
     // The last cell tested and its bit: consecutive lattice points in one
     // occupied cell (about four at the finest step) read the bitfield once.
     uint32_t last_index = 0xFFFFFFFFu;
     bool last_bit = false;
-    while (t <= t1 && n < m.max_samples) {
+    while (t <= c.t1 && c.emitted + n < m.max_samples && n < max_emit) {
         const Vec3 p = origin + dir * t;
         const float dt = march_step(t, m.cone_angle, m.n_cascades);
         const int k = march_cascade(p, dt, m.n_cascades);
@@ -268,7 +288,20 @@ FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitte
             t = skip_empty_cell(t, p, dir, inv_dir, k, m.cone_angle, m.n_cascades);
         }
     }
+    c.t = t;
+    c.emitted += n;
     return n;
+}
+
+// Marches one ray through `bounds` (usually cascade_box(n_cascades - 1) or a
+// tighter scene box), calling emit(Vec3 p, float t, float dt) for each sample
+// in an occupied cell, in order. Returns the number of samples emitted.
+// `dir` must be unit length; t must stay below ~1e4 so t + kMinStep != t.
+template <typename Emit>
+FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitter, const uint8_t* bits,
+                          const MarchSettings& m, Emit&& emit) {
+    MarchCursor c = march_start(origin, dir, bounds, jitter, m);
+    return march_segment(origin, dir, c, m.max_samples, bits, m, emit);
 }
 
 } // namespace fusedngp::nerf

@@ -124,24 +124,44 @@ FUSEDNGP_HD int samples_used(const T* sigma, const T* dt, int n, T min_transmitt
     return i;
 }
 
+// render_ray's running state, one sample at a time: a renderer that
+// evaluates a ray's samples in rounds (the GPU view renderer, which stops
+// marching a ray once it is opaque) composites exactly as render_ray does.
+template <typename T>
+struct RayAccumulator {
+    T rgb[3] = {0, 0, 0};
+    T depth = 0;
+    T trans = 1;
+    int used = 0;
+
+    FUSEDNGP_HD bool terminated(T min_transmittance) const { return !(trans >= min_transmittance); }
+    // One sample; t may be null (depth then reads 0).
+    FUSEDNGP_HD void add(T sigma, T dt, const T* sample_rgb, const T* t) {
+        const T next = trans * scalar_exp(-sigma * dt);
+        const T w = trans - next;  // == T_i alpha_i
+        for (int c = 0; c < 3; ++c) rgb[c] += w * sample_rgb[c];
+        if (t) depth += w * *t;
+        trans = next;
+        ++used;
+    }
+    FUSEDNGP_HD RayResult<T> finish(const T background[3]) const {
+        RayResult<T> r;
+        for (int c = 0; c < 3; ++c) r.rgb[c] = rgb[c] + trans * background[c];
+        r.depth = depth;
+        r.used = used;
+        r.transmittance = trans;
+        r.opacity = (T)1 - trans;
+        return r;
+    }
+};
+
 template <typename T>
 FUSEDNGP_HD RayResult<T> render_ray(const RaySamples<T>& s, const T background[3],
                                     T min_transmittance = (T)kDefaultMinTransmittance) {
-    RayResult<T> r;
-    T trans = 1;
-    int i = 0;
-    for (; i < s.n && trans >= min_transmittance; ++i) {
-        const T next = trans * scalar_exp(-s.sigma[i] * s.dt[i]);
-        const T w = trans - next;  // == T_i alpha_i
-        for (int c = 0; c < 3; ++c) r.rgb[c] += w * s.rgb[3 * i + c];
-        if (s.t) r.depth += w * s.t[i];
-        trans = next;
-    }
-    r.used = i;
-    r.transmittance = trans;
-    r.opacity = (T)1 - trans;
-    for (int c = 0; c < 3; ++c) r.rgb[c] += trans * background[c];
-    return r;
+    RayAccumulator<T> acc;
+    for (int i = 0; i < s.n && !acc.terminated(min_transmittance); ++i)
+        acc.add(s.sigma[i], s.dt[i], s.rgb + 3 * i, s.t ? s.t + i : nullptr);
+    return acc.finish(background);
 }
 
 // The backward of render_ray. `fwd` is render_ray's result for the same
