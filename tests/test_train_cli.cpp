@@ -66,6 +66,8 @@ protected:
                        out.string() + " " + extra);
     }
 
+    void expect_clean_stop_after(const std::vector<int>& signals);
+
     fs::path dir;
     fs::path config;
 };
@@ -272,7 +274,10 @@ TEST_F(TrainCli, BadOptions) {
 
 // Ctrl-C during training stops cleanly: exit 0, a snapshot, a render, and a
 // summary whose stop_reason says it was interrupted.
-TEST_F(TrainCli, InterruptSavesSnapshot) {
+// Starts a 120-s training run, waits for its first progress line, sends
+// `signals` (back to back, as `timeout -s INT` delivers one to the process and
+// then to its group), and checks that it stopped cleanly with everything saved.
+void TrainCli::expect_clean_stop_after(const std::vector<int>& signals) {
     fs::path out = dir / "run";
     std::string log = (dir / "log.txt").string();
     std::string cmd = std::string(FUSEDNGP_BINARY) + " train --data " + kImage + " --config " + config.string() +
@@ -290,7 +295,7 @@ TEST_F(TrainCli, InterruptSavesSnapshot) {
         started = read_text(log).find("step ") != std::string::npos;
     }
     ASSERT_TRUE(started) << read_text(log);
-    kill(pid, SIGINT);
+    for (int sig : signals) kill(pid, sig);
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFEXITED(status)) << read_text(log);
@@ -301,3 +306,10 @@ TEST_F(TrainCli, InterruptSavesSnapshot) {
     EXPECT_EQ(summary["stop_reason"], "interrupted");
     EXPECT_LT(summary["seconds"].get<double>(), 120.0);
 }
+
+TEST_F(TrainCli, InterruptSavesSnapshot) { expect_clean_stop_after({SIGINT}); }
+
+// Signals arriving together are one request, not a request and an abort.
+TEST_F(TrainCli, InterruptBurstIsOneRequest) { expect_clean_stop_after({SIGINT, SIGINT, SIGINT}); }
+
+TEST_F(TrainCli, TerminateSavesLikeInterrupt) { expect_clean_stop_after({SIGTERM, SIGINT}); }

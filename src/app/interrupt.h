@@ -1,5 +1,7 @@
 // Ctrl-C handling: the first SIGINT/SIGTERM asks training to stop cleanly
-// (it saves a snapshot); a second one exits at once.
+// (it saves a snapshot); signals within a second of it are the same request
+// (a signal sent to the process and its group arrives twice); a later one
+// exits at once without saving.
 #pragma once
 
 #include <atomic>
