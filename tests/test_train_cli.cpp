@@ -307,6 +307,33 @@ void TrainCli::expect_clean_stop_after(const std::vector<int>& signals) {
     EXPECT_LT(summary["seconds"].get<double>(), 120.0);
 }
 
+// Out-of-range numbers are one-line errors naming the option, exit 2, and no
+// output folder: an unsigned option once read "-3" as 2^64 - 3 and trained
+// until interrupted.
+TEST_F(TrainCli, NumericOptionsAreRangeCheckedBeforeAnythingIsWritten) {
+    const fs::path out = dir / "never" / "made";
+    for (const std::string bad : {"--steps -3", "--steps 0", "--seconds -1", "--seconds nan", "--seconds inf",
+                                  "--eval-every -2", "--log-every 0", "--batch -5", "--seed -1", "--steps x"}) {
+        const CliResult r = run_cli("train --data " + std::string(kImage) + " " + bad + " --out " + out.string());
+        EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+        const std::string option = bad.substr(0, bad.find(' '));
+        EXPECT_NE(r.err.find(option), std::string::npos) << bad << ": " << r.err;
+        EXPECT_FALSE(fs::exists(dir / "never")) << bad;
+    }
+}
+
+// A config error found after --out was created leaves no empty folder behind.
+TEST_F(TrainCli, ConfigErrorLeavesNoOutputFolder) {
+    const fs::path bad_config = dir / "bad.json";
+    write_text_file(bad_config, R"({"encoding": {"otype": "Nope"}})");
+    const fs::path out = dir / "new" / "run";
+    const CliResult r = run_cli("train --data " + std::string(kImage) + " --config " + bad_config.string() +
+                                " --steps 2 --out " + out.string());
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("encoding.otype"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "new"));
+}
+
 TEST_F(TrainCli, InterruptSavesSnapshot) { expect_clean_stop_after({SIGINT}); }
 
 // Signals arriving together are one request, not a request and an abort.

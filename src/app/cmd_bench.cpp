@@ -9,6 +9,7 @@
 // (the CPU reference Mlp<float>, see app/mlp_cpu_bench.h) runs anywhere, so
 // bench/study.py and its CI test can sweep without a GPU.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 #include "app/mlp_cpu_bench.h"
 
 #include "core/errors.h"
@@ -376,8 +377,8 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     mlp->add_option("--in", o->n_in, "input dims")->check(CLI::PositiveNumber)->capture_default_str();
     mlp->add_option("--out", o->n_out, "output dims")->check(CLI::PositiveNumber)->capture_default_str();
-    mlp->add_option("--warmup", o->warmup, "untimed calls before timing")->capture_default_str();
-    mlp->add_option("--iters", o->iters, "timed calls (the median is reported)")->capture_default_str();
+    mlp->add_option("--warmup", o->warmup, "untimed calls before timing")->check(non_negative_number())->capture_default_str();
+    mlp->add_option("--iters", o->iters, "timed calls (the median is reported)")->check(positive_number())->capture_default_str();
     mlp->add_option("--csv", o->csv, "write the rows as CSV");
     mlp->add_option("--json", o->json, "write the rows as JSON");
     mlp->add_flag("--dry-run", o->dry_run, "list the planned rows (no GPU needed, no measurements)");

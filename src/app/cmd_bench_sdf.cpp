@@ -3,6 +3,7 @@
 // the CPU and the GPU, the device sampler's batch time, and, for a trained
 // model, marching cubes and sphere tracing times. docs/BENCHMARKS.md.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "app/sdf_model_file.h"
 #include "core/errors.h"
@@ -168,11 +169,11 @@ void add_bench_sdf_command(CLI::App* bench) {
         "sdf", "SDF mode: ground-truth queries/s (CPU, GPU), the device sampler, and for --model marching cubes and render times");
     cmd->add_option("--data", o->data, "mesh (.obj .ply .stl .off)")->required();
     cmd->add_option("--model", o->model, "a trained SDF snapshot: also time marching cubes and rendering");
-    cmd->add_option("--cpu-points", o->cpu_points, "ground-truth queries timed on the CPU")->capture_default_str();
-    cmd->add_option("--gpu-points", o->gpu_points, "ground-truth queries timed on the GPU")->capture_default_str();
-    cmd->add_option("--resolution", o->resolution, "marching-cubes resolution")->capture_default_str();
-    cmd->add_option("--width", o->width, "render width")->capture_default_str();
-    cmd->add_option("--height", o->height, "render height")->capture_default_str();
+    cmd->add_option("--cpu-points", o->cpu_points, "ground-truth queries timed on the CPU")->check(positive_number())->capture_default_str();
+    cmd->add_option("--gpu-points", o->gpu_points, "ground-truth queries timed on the GPU")->check(positive_number())->capture_default_str();
+    cmd->add_option("--resolution", o->resolution, "marching-cubes resolution")->check(positive_number())->capture_default_str();
+    cmd->add_option("--width", o->width, "render width")->check(positive_number())->capture_default_str();
+    cmd->add_option("--height", o->height, "render height")->check(positive_number())->capture_default_str();
     cmd->add_option("--json", o->json_out, "write the figures as JSON");
     cmd->callback([o]() { run_bench_sdf(*o); });
 }

@@ -2,6 +2,7 @@
 // mode (a 3-D view) for a mesh. Also what `fusedngp` runs with no
 // arguments when built with the GUI and a display is available.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "app/train_options.h"
 #include "backends/backend.h"
@@ -84,18 +85,22 @@ void add_gui_command(CLI::App& app) {
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: the mode's configs/MODE.json");
     cmd->add_option("--batch", o->batch_size,
                     "samples per step (changeable in the app); default 4096 on cpu, 262144 on cuda; "
-                    "NeRF: rays per step, default 1024 on cpu, 4096 on cuda");
-    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+                    "NeRF: rays per step, default 1024 on cpu, 4096 on cuda")
+        ->check(positive_number());
+    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->check(non_negative_number())->capture_default_str();
     cmd->add_option("--background", o->background,
                     "NeRF: the view's starting background, white, black or R,G,B (changeable in the app)");
-    cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR");
+    cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR")
+        ->check(positive_number());
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");
     cmd->add_option("--size", o->size, "initial window size, WIDTHxHEIGHT")->capture_default_str();
     cmd->add_option("--max-fps", o->max_fps, "frame cap, leaving the rest of the CPU to training; 0: uncapped")
+        ->check(non_negative_number())
         ->capture_default_str();
     cmd->add_option("--steps-per-frame", o->steps_per_frame,
                     "exactly N training steps per frame, each frame waiting for them (reproducible scripted runs); "
-                    "default 0: training runs freely on its worker thread");
+                    "default 0: training runs freely on its worker thread")
+        ->check(non_negative_number());
     cmd->add_option("--set", o->sets,
                     "KEY=VALUE@FRAME: change a config value at a frame, e.g. network.n_neurons=128@50 (repeatable)");
     cmd->callback([o]() {

@@ -1,6 +1,7 @@
 // `fusedngp info`: what a config builds (parameter counts per component,
 // memory) and which backends and kernels this build offers.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "backends/backend.h"
 #include "engine/engine_info.h"
@@ -89,7 +90,7 @@ void add_info_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("info", "Describe a config: parameter counts per component, memory, backends");
     cmd->add_option("--mode", opts->mode, "image, sdf or nerf")->capture_default_str();
     cmd->add_option("--config", opts->config, "JSON config (tiny-cuda-nn schema); default: the mode's shipped config");
-    cmd->add_option("--outputs", opts->n_output_dims, "output width (default: the mode's, 3 for image)");
+    cmd->add_option("--outputs", opts->n_output_dims, "output width (default: the mode's, 3 for image)")->check(positive_number());
     cmd->callback([opts]() { print_info(*opts); });
 }
 

@@ -3,6 +3,7 @@
 // coordinates. NeRF models: the density iso-surface with vertex colours, in
 // the scene's world frame (nerf/nerf_mesh.h).
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "app/output_dir.h"
 #include "app/sdf_model_file.h"
@@ -130,10 +131,14 @@ void add_mesh_command(CLI::App& app) {
     cmd->add_option("model", o->input, "SDF or NeRF snapshot (from train) or weights (from export)")->required();
     cmd->add_option("--out", o->out, "output mesh, .ply (binary; NeRF: with vertex colours) or .obj")->required();
     cmd->add_option("--resolution", o->resolution,
-                    "cells per axis over the unit cube (NeRF: over the scene box) (2..1024)")->capture_default_str();
+                    "cells per axis over the unit cube (NeRF: over the scene box) (2..1024)")
+        ->check(positive_number())
+        ->capture_default_str();
     CLI::Option* level = cmd->add_option("--level", o->level, "sdf: iso value of the surface (0: the zero level set)")
+                             ->check(finite_number())
                              ->capture_default_str();
     CLI::Option* density = cmd->add_option("--density", o->density, "nerf: iso value of the density sigma")
+                               ->check(positive_number())
                                ->capture_default_str();
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available (nerf: cpu)");
     cmd->callback([o, level, density]() {

@@ -3,6 +3,7 @@
 // NeRF models: volume-rendered, app/render_nerf.h). PNG is 8-bit sRGB, EXR
 // is float linear.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "app/output_dir.h"
 #include "app/render_nerf.h"
@@ -115,15 +116,16 @@ void add_render_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("render", "Render a snapshot or exported weights to an image (.png or .exr); SDF models are sphere-traced and NeRF models volume-rendered from a camera");
     cmd->add_option("model", o->input, "snapshot (from train) or weights (from export)")->required();
     cmd->add_option("--out", o->out, "output image, .png (8-bit sRGB) or .exr (float linear); nerf --test and --camera-path: a folder (or .mp4 for a camera path)")->required();
-    cmd->add_option("--width", o->width, "width in pixels (default: the training image's; keeps aspect if only one is given)");
-    cmd->add_option("--height", o->height, "height in pixels");
+    cmd->add_option("--width", o->width, "width in pixels (default: the training image's; keeps aspect if only one is given)")
+        ->check(positive_number());
+    cmd->add_option("--height", o->height, "height in pixels")->check(positive_number());
     cmd->add_option("--camera", o->camera, "sdf, nerf: orbit:YAW,PITCH,DISTANCE around the unit cube's centre (sdf default orbit:30,20,1.6; nerf default: the model's first test view)");
     cmd->add_option("--camera-file", o->camera_file, "sdf, nerf: a camera JSON file (docs/SDF.md)");
     cmd->add_option("--render-mode", o->render_mode, "sdf: shade, normals, depth, ao or cost")->capture_default_str();
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
     cmd->add_option("--test", o->test, "nerf: render every view of this transforms .json into --out (a folder) with PSNR in metrics.json");
     cmd->add_option("--camera-path", o->camera_path, "nerf: a camera path JSON (docs/NERF.md); frames to --out (a folder, or .mp4 via ffmpeg)");
-    cmd->add_option("--fps", o->fps, "nerf --camera-path: frames per second")->capture_default_str();
+    cmd->add_option("--fps", o->fps, "nerf --camera-path: frames per second")->check(positive_number())->capture_default_str();
     cmd->add_option("--background", o->background, "nerf: white, black or R,G,B in [0, 1] (default: the training background)");
     cmd->callback([o]() { run_render(*o); });
 }

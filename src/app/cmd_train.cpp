@@ -2,6 +2,7 @@
 // summary.json into the output directory. Also what `fusedngp` runs with no
 // arguments when there is no display or no GUI in the build.
 #include "app/commands.h"
+#include "app/cli_checks.h"
 
 #include "app/interrupt.h"
 #include "app/output_dir.h"
@@ -179,14 +180,16 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--mode", o->mode, "image, sdf or nerf; inferred from --data when omitted");
     cmd->add_option("--config", o->config, "JSON config in tiny-cuda-nn's schema; default: configs/<mode>.json");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available");
-    cmd->add_option("--steps", o->steps, "stop at this total step count (default 2000 when --seconds is not given)");
-    cmd->add_option("--seconds", o->seconds, "stop after this much training time (evaluation excluded)");
-    CLI::Option* batch = cmd->add_option("--batch", o->batch_size, "samples per step (nerf: rays per step, default 4096; the cuda backend adapts them to the config's sampling.samples_per_batch)")->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->capture_default_str();
+    cmd->add_option("--steps", o->steps, "stop at this total step count (default 2000 when --seconds is not given)")
+        ->check(positive_number());
+    cmd->add_option("--seconds", o->seconds, "stop after this much training time (evaluation excluded)")
+        ->check(positive_number());
+    CLI::Option* batch = cmd->add_option("--batch", o->batch_size, "samples per step (nerf: rays per step, default 4096; the cuda backend adapts them to the config's sampling.samples_per_batch)")->check(positive_number())->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->check(non_negative_number())->capture_default_str();
     cmd->add_option("--out", o->out, "output directory")->capture_default_str();
     cmd->add_option("--resume", o->resume, "continue from a snapshot written by train");
-    cmd->add_option("--log-every", o->log_every, "when stdout is not a terminal, print a line every N steps")->capture_default_str();
-    cmd->add_option("--eval-every", o->eval_every, "seconds of training between PSNR evaluations (0: only at the end)")->capture_default_str();
+    cmd->add_option("--log-every", o->log_every, "when stdout is not a terminal, print a line every N steps")->check(positive_number())->capture_default_str();
+    cmd->add_option("--eval-every", o->eval_every, "seconds of training between PSNR evaluations (0: only at the end)")->check(non_negative_number())->capture_default_str();
     cmd->add_option("--sampling", o->sampling,
                     "image training positions: stratified (one jittered grid cell per sample, instant-ngp's "
                     "default) or uniform")
@@ -206,6 +209,7 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--mesh-resolution", o->mesh_resolution,
                     "sdf: also extract mesh.ply by marching cubes at this resolution and report its Chamfer "
                     "distance to the input (0: no mesh)")
+        ->check(non_negative_number())
         ->capture_default_str();
     cmd->add_option("--test", o->test, "nerf only: the test split's transforms .json (default: transforms_test.json beside --data)");
     cmd->add_option("--background", o->background, "nerf only: background for evaluation and renders: white, black or R,G,B in [0, 1]")

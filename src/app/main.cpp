@@ -1,24 +1,17 @@
-// fusedngp: train neural fields (image and sdf, later nerf) with fully fused MLPs.
+// fusedngp: train neural fields (images, signed distance fields, NeRF scenes) with fully fused MLPs.
 //
 // Exit codes: 0 ok, 2 bad input or usage, 1 internal error. Errors print one
 // line, never a stack dump.
 #include "app/commands.h"
+#include "app/output_dir.h"
 #include "core/errors.h"
 
 #include <cstdio>
 #include <exception>
 
-int main(int argc, char** argv) {
-    CLI::App app{"fusedngp: neural fields with fully fused MLPs (tiny-cuda-nn style configs)", "fusedngp"};
-    app.require_subcommand(0, 1);
-    app.set_version_flag("--version", "fusedngp 0.1.0");
-    fusedngp::add_train_command(app);
-    fusedngp::add_render_command(app);
-    fusedngp::add_mesh_command(app);
-    fusedngp::add_export_command(app);
-    fusedngp::add_info_command(app);
-    fusedngp::add_gui_command(app);
-    fusedngp::add_bench_command(app);
+namespace {
+
+int run(CLI::App& app, int argc, char** argv) {
     try {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) return fusedngp::run_default();
@@ -36,4 +29,26 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fusedngp: internal error: %s\n", e.what());
         return 1;
     }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"fusedngp: neural fields with fully fused MLPs (tiny-cuda-nn style configs)", "fusedngp"};
+    app.require_subcommand(0, 1);
+    app.set_version_flag("--version", "fusedngp 0.1.0");
+    // Usage errors are one line, like every other error.
+    app.failure_message([](const CLI::App*, const CLI::Error& e) {
+        return "fusedngp: error: " + std::string(e.what()) + " (see --help)\n";
+    });
+    fusedngp::add_train_command(app);
+    fusedngp::add_render_command(app);
+    fusedngp::add_mesh_command(app);
+    fusedngp::add_export_command(app);
+    fusedngp::add_info_command(app);
+    fusedngp::add_gui_command(app);
+    fusedngp::add_bench_command(app);
+    const int rc = run(app, argc, argv);
+    if (rc != 0) fusedngp::remove_unused_output_dirs();
+    return rc;
 }

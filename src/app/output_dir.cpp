@@ -5,14 +5,29 @@
 
 #include <filesystem>
 #include <system_error>
+#include <vector>
 #include <unistd.h>
 
 namespace fusedngp {
 
+namespace {
+std::vector<std::filesystem::path>& created_dirs() {  // deepest last, in creation order
+    static std::vector<std::filesystem::path> dirs;
+    return dirs;
+}
+} // namespace
+
 void prepare_output_dir(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
+    // The directories this call creates: `dir` and any missing parents.
+    std::vector<fs::path> missing;
+    for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+        missing.push_back(p);
+        if (p == p.parent_path()) break;
+    }
     fs::create_directories(dir, ec);
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) created_dirs().push_back(*it);
     if (ec || !fs::is_directory(dir)) {
         throw InputError(dir + ": cannot create output directory (" +
                          (ec ? ec.message() : std::string("a file with that name exists")) + ")");
@@ -25,6 +40,16 @@ void prepare_output_dir(const std::string& dir) {
         throw InputError(dir + ": output directory is not writable (" + e.what() + ")");
     }
     fs::remove(probe, ec);
+}
+
+void remove_unused_output_dirs() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    auto& dirs = created_dirs();
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        if (fs::is_directory(*it, ec) && fs::is_empty(*it, ec)) fs::remove(*it, ec);
+    }
+    dirs.clear();
 }
 
 void prepare_output_file(const std::string& path) {

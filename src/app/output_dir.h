@@ -13,4 +13,10 @@ void prepare_output_dir(const std::string& dir);
 // Creates the parent directory of an output file and checks it is writable.
 void prepare_output_file(const std::string& path);
 
+// Removes the directories the two functions above created in this process
+// that are still empty: a run that fails (a config error, bad data) before
+// writing anything leaves no empty --out folder behind. main calls it on
+// every failing exit.
+void remove_unused_output_dirs();
+
 } // namespace fusedngp
