@@ -334,6 +334,24 @@ TEST_F(TrainCli, ConfigErrorLeavesNoOutputFolder) {
     EXPECT_FALSE(fs::exists(dir / "new"));
 }
 
+// A run whose parameters go non-finite (Adam at learning rate 1e30) says so:
+// exit 3, stop_reason "diverged", no PSNR (it once reported NaN as 1e9 dB).
+TEST_F(TrainCli, DivergedRunSaysSoAndReportsNoPsnr) {
+    const fs::path diverging = dir / "diverging.json";
+    std::string text = kSmallConfig;
+    text.replace(text.find("1e-2"), 4, "1e30");
+    write_text_file(diverging, text);
+    const fs::path out = dir / "run";
+    const CliResult r = run_cli("train --data " + std::string(kImage) + " --config " + diverging.string() +
+                                " --steps 20 --batch 1024 --out " + out.string());
+    EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+    EXPECT_NE(r.err.find("training diverged"), std::string::npos) << r.err;
+    const auto summary = nlohmann::json::parse(read_text((out / "summary.json").string()));
+    EXPECT_EQ(summary["stop_reason"], "diverged");
+    EXPECT_TRUE(summary["psnr"].is_null()) << summary["psnr"];
+    EXPECT_TRUE(summary["loss"].is_null()) << summary["loss"];
+}
+
 TEST_F(TrainCli, InterruptSavesSnapshot) { expect_clean_stop_after({SIGINT}); }
 
 // Signals arriving together are one request, not a request and an abort.

@@ -25,7 +25,21 @@
 
 namespace fusedngp {
 
-double json_number_or_null(double v) { return std::isfinite(v) ? v : 1e9; }
+json json_number_or_null(double v) {
+    if (std::isfinite(v)) return v;
+    return v > 0 ? json(1e9) : json(nullptr);
+}
+
+bool training_diverged(double loss, double quality) { return !std::isfinite(loss) || std::isnan(quality); }
+
+int report_divergence(uint64_t step, const std::string& out) {
+    std::fprintf(stderr,
+                 "fusedngp: training diverged: by step %llu the loss or the model's output is no longer a finite "
+                 "number, so no quality is reported (stop_reason \"diverged\" in %s/summary.json); lower the "
+                 "learning rate\n",
+                 (unsigned long long)step, out.c_str());
+    return kExitDiverged;
+}
 
 json common_summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome) {
     const double secs = outcome.last.train_seconds;
@@ -88,7 +102,7 @@ json summary_json(const TrainOptions& o, const std::string& mode, Backend& b, co
                   const ImageQuality& q, const Image& image, const json& psnr_history) {
     json s = common_summary_json(o, mode, b, outcome);
     s["psnr"] = json_number_or_null(q.psnr);
-    s["ssim"] = q.ssim;
+    s["ssim"] = json_number_or_null(q.ssim);
     s["sampling"] = {{"positions", o.sampling}, {"targets", o.targets}, {"order", o.sample_order}};
     s["image"] = image_mode_info(image);
     s["psnr_history"] = psnr_history;
@@ -155,6 +169,8 @@ int run_train(TrainOptions o) {
     save_png(render, (fs::path(o.out) / "render.png").string());
     if (image.color_space == ColorSpace::Linear) save_exr(render, (fs::path(o.out) / "render.exr").string());
     json summary = summary_json(o, mode, *backend, outcome, quality, image, psnr_history);
+    const bool diverged = training_diverged(outcome.last.loss, quality.psnr);
+    if (diverged) summary["stop_reason"] = "diverged";
     std::string summary_text = summary.dump(2) + "\n";
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 
@@ -164,6 +180,7 @@ int run_train(TrainOptions o) {
     const StepTimings t = backend->last_timings();
     std::printf("last step: forward %.3f ms, backward %.3f ms, optimizer %.3f ms\n", t.forward_ms, t.backward_ms,
                 t.optimizer_ms);
+    if (diverged) return report_divergence(outcome.last.step, o.out);
     if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
     std::printf("%llu steps in %.1f s, PSNR %.2f dB, SSIM %.4f -> %s/{snapshot.fusedngp, render.png, summary.json}\n",
                 (unsigned long long)outcome.last.step, outcome.last.train_seconds, quality.psnr, quality.ssim,

@@ -1,6 +1,7 @@
 // fusedngp: train neural fields (images, signed distance fields, NeRF scenes) with fully fused MLPs.
 //
-// Exit codes: 0 ok, 2 bad input or usage, 1 internal error. Errors print one
+// Exit codes: 0 ok, 2 bad input or usage, 1 internal error, 3 training
+// diverged (outputs written, stop_reason "diverged"). Errors print one
 // line, never a stack dump.
 #include "app/commands.h"
 #include "app/output_dir.h"
@@ -16,6 +17,8 @@ int run(CLI::App& app, int argc, char** argv) {
         app.parse(argc, argv);
         if (app.get_subcommands().empty()) return fusedngp::run_default();
         return 0;
+    } catch (const CLI::RuntimeError& e) {  // a command's own exit code (e.g. 3: training diverged)
+        return e.get_exit_code();
     } catch (const CLI::ParseError& e) {
         int rc = app.exit(e);
         return rc == 0 ? 0 : 2;

@@ -255,9 +255,12 @@ int run_train_nerf(const TrainOptions& o) {
     // test_psnr on the test split; without one, the PSNR of the first train views.
     summary[has_test ? "test_psnr" : "train_psnr"] = json_number_or_null(psnr);
     summary[has_test ? "test_ssim" : "train_ssim"] = json_number_or_null(final_metrics.ssim);
+    const bool diverged = training_diverged(outcome.last.loss, psnr);
+    if (diverged) summary["stop_reason"] = "diverged";
     std::string summary_text = summary.dump(2) + "\n";
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 
+    if (diverged) return report_divergence(outcome.last.step, o.out);
     if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
     std::printf("%llu steps in %.1f s, %s PSNR %.2f dB -> %s/{snapshot.fusedngp, %s, summary.json}\n",
                 (unsigned long long)outcome.last.step, secs, has_test ? "test" : "train-view", psnr, o.out.c_str(),

@@ -41,8 +41,15 @@ struct TrainOptions {
 json resolve_config(const TrainOptions& o, const std::string& mode, const Snapshot* resumed);
 // Throws InputError when a resumed snapshot does not fit the data.
 void check_resume_fits(const Snapshot& s, const TrainOptions& o, const std::string& mode, const TrainingData& data);
-// JSON has no infinity: a PSNR of a perfect fit is written as 1e9.
-double json_number_or_null(double v);
+// JSON has no infinity or NaN: +inf (the PSNR of a perfect fit) is written as
+// 1e9, NaN and -inf as null.
+json json_number_or_null(double v);
+// Whether a run diverged: its last loss or its final quality (PSNR, IoU) is
+// not a finite number (NaN parameters give NaN predictions).
+bool training_diverged(double loss, double quality);
+// Prints what happened and what to try; the exit code of a diverged run.
+int report_divergence(uint64_t step, const std::string& out);
+constexpr int kExitDiverged = 3;
 // The summary.json fields of every mode (the run, its speed, the model); each
 // mode adds its data's and its quality's.
 json common_summary_json(const TrainOptions& o, const std::string& mode, Backend& b, const TrainOutcome& outcome);

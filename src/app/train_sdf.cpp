@@ -138,9 +138,12 @@ int run_train_sdf(const TrainOptions& o) {
         mesh = extract_and_compare(*backend, data, o.mesh_resolution, (fs::path(o.out) / "mesh.ply").string());
     }
     json summary = summary_json(o, *backend, outcome, quality, data, iou_history, mesh);
+    const bool diverged = training_diverged(outcome.last.loss, quality.mean_abs_error_near_surface);
+    if (diverged) summary["stop_reason"] = "diverged";
     std::string summary_text = summary.dump(2) + "\n";
     write_file_atomically((fs::path(o.out) / "summary.json").string(), summary_text.data(), summary_text.size());
 
+    if (diverged) return report_divergence(outcome.last.step, o.out);
     if (outcome.reason == StopReason::Interrupted) std::printf("interrupted: ");
     std::printf("%llu steps in %.1f s, IoU %.5f, mean |SDF error| near the surface %.2e",
                 (unsigned long long)outcome.last.step, outcome.last.train_seconds, quality.iou.iou,
