@@ -152,7 +152,10 @@ TEST(SdfSamplingSettings, BadValuesNameTheirPath) {
     EXPECT_EQ(path_of_error(json{{"surface_offset_large", true}}), "sampling.surface_offset_large");
     EXPECT_EQ(path_of_error(json{{"uniform_fraction", 0.6}, {"surface_fraction", 0.6}}), "sampling");
     EXPECT_EQ(path_of_error(json::array()), "sampling");
+    EXPECT_EQ(path_of_error(json{{"target_sign", "rays"}}), "sampling.target_sign");
+    EXPECT_EQ(path_of_error(json{{"target_sign", 1}}), "sampling.target_sign");
     EXPECT_EQ(path_of_error(json{{"uniform_fraction", 1.0}, {"surface_fraction", 0.0}}), "(no error)");
+    EXPECT_EQ(path_of_error(json{{"target_sign", "pseudo_normal"}}), "(no error)");
 }
 
 // ---- Layout --------------------------------------------------------------------

@@ -211,6 +211,123 @@ TEST(GroundTruthSdf, ClosestGivesDistanceAndTheTriangleNormal) {
     }
 }
 
+// ---- The pseudo-normal sign ------------------------------------------------
+
+// Both signs on the same points: the distances are the same closest-point
+// query, so only the sign may differ.
+void expect_pseudo_normal_sign_is_exact(const TriangleMesh& mesh, float (*exact)(Vec3), float band, uint64_t seed) {
+    GroundTruthSdf sdf(mesh);
+    ASSERT_TRUE(sdf.has_pseudo_normals()) << sdf.no_pseudo_normals_reason();
+    const BvhView view = host_view(sdf.bvh());
+    int inside = 0, checked = 0;
+    for (Vec3 p : random_points(4000, seed)) {
+        const float by_votes = signed_distance(view, p, kDefaultSignRays, SignMethod::RayVote);
+        const float by_normals = signed_distance(view, p, kDefaultSignRays, SignMethod::PseudoNormal);
+        ASSERT_EQ(std::fabs(by_normals), std::fabs(by_votes));
+        const float e = exact(p);
+        if (std::fabs(e) < band) continue;  // the mesh is within `band` of the exact shape
+        ++checked;
+        ASSERT_EQ(by_normals < 0, e < 0) << p.x << " " << p.y << " " << p.z;
+        inside += e < 0;
+    }
+    EXPECT_GT(checked, 3500);
+    EXPECT_GT(inside, 30);
+}
+
+TEST(GroundTruthSdf, PseudoNormalSignIsExactOnASphereATorusAndABox) {
+    expect_pseudo_normal_sign_is_exact(make_sphere_mesh(kCenter, 0.35f), [](Vec3 p) { return sphere_sdf(p, kCenter, 0.35f); },
+                                       1e-3f, 11);
+    expect_pseudo_normal_sign_is_exact(make_torus_mesh(kCenter, 0.3f, 0.1f), [](Vec3 p) { return torus_sdf(p, kCenter, 0.3f, 0.1f); },
+                                       1e-3f, 12);
+    expect_pseudo_normal_sign_is_exact(make_box_mesh({0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}),
+                                       [](Vec3 p) { return box_sdf(p, {0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}); }, kRounding, 13);
+}
+
+// Around a box's corners and edges the closest feature is a vertex or an
+// edge, where a face normal alone gives the wrong side: points in a small
+// ball around each corner, inside and outside.
+TEST(GroundTruthSdf, PseudoNormalSignIsRightAroundCornersAndEdges) {
+    const Vec3 lo{0.2f, 0.25f, 0.3f}, hi{0.8f, 0.7f, 0.65f};
+    GroundTruthSdf sdf(make_box_mesh(lo, hi));
+    ASSERT_TRUE(sdf.has_pseudo_normals());
+    const SdfBatchFn field = sdf.field(SignMethod::PseudoNormal);
+    Rng rng(14);
+    Matrix<float> points(8 * 500, 3), values;
+    for (int corner = 0; corner < 8; ++corner) {
+        const Vec3 c{corner & 1 ? hi.x : lo.x, corner & 2 ? hi.y : lo.y, corner & 4 ? hi.z : lo.z};
+        for (int i = 0; i < 500; ++i) {
+            const Vec3 p = c + Vec3{rng.uniform(-0.02f, 0.02f), rng.uniform(-0.02f, 0.02f), rng.uniform(-0.02f, 0.02f)};
+            points.row(corner * 500 + i) << p.x, p.y, p.z;
+        }
+    }
+    field(points, values);
+    int inside = 0;
+    for (Eigen::Index i = 0; i < points.rows(); ++i) {
+        const Vec3 p{points(i, 0), points(i, 1), points(i, 2)};
+        const float exact = box_sdf(p, lo, hi);
+        ASSERT_NEAR(values(i, 0), exact, kRounding) << p.x << " " << p.y << " " << p.z;
+        inside += exact < 0;
+    }
+    EXPECT_GT(inside, 400);  // an eighth of each ball is inside
+}
+
+TEST(GroundTruthSdf, PseudoNormalsOfAnInsideOutMeshAreFlipped) {
+    TriangleMesh mesh = make_torus_mesh(kCenter, 0.3f, 0.1f, 48, 24);
+    for (auto& t : mesh.triangles) std::swap(t[1], t[2]);
+    GroundTruthSdf sdf(mesh);
+    ASSERT_TRUE(sdf.has_pseudo_normals());
+    for (Vec3 p : random_points(2000, 15)) {
+        const float exact = torus_sdf(p, kCenter, 0.3f, 0.1f);
+        if (std::fabs(exact) < 2e-3f) continue;
+        ASSERT_EQ(signed_distance(host_view(sdf.bvh()), p, kDefaultSignRays, SignMethod::PseudoNormal) < 0, exact < 0);
+    }
+}
+
+// Open or inconsistently oriented meshes have no pseudo-normals, and the
+// pseudo-normal sign then falls back to the vote.
+TEST(GroundTruthSdf, OpenOrMisorientedMeshesHaveNoPseudoNormals) {
+    TriangleMesh holed = make_sphere_mesh(kCenter, 0.35f);
+    holed.triangles.erase(holed.triangles.begin(), holed.triangles.begin() + 96);
+    GroundTruthSdf open(holed);
+    EXPECT_FALSE(open.has_pseudo_normals());
+    EXPECT_NE(open.no_pseudo_normals_reason().find("boundary"), std::string::npos) << open.no_pseudo_normals_reason();
+    Matrix<float> points(1000, 3), by_votes, by_normals;
+    Rng rng(16);
+    for (Eigen::Index i = 0; i < points.rows(); ++i) points.row(i) << rng.uniform(0, 1), rng.uniform(0, 1), rng.uniform(0, 1);
+    open.field(SignMethod::RayVote)(points, by_votes);
+    open.field(SignMethod::PseudoNormal)(points, by_normals);
+    EXPECT_TRUE(by_votes == by_normals);
+
+    TriangleMesh flipped_one = make_box_mesh({0, 0, 0}, {1, 1, 1});
+    std::swap(flipped_one.triangles[0][1], flipped_one.triangles[0][2]);
+    GroundTruthSdf misoriented(flipped_one);
+    EXPECT_FALSE(misoriented.has_pseudo_normals());
+    EXPECT_NE(misoriented.no_pseudo_normals_reason().find("orientation"), std::string::npos)
+        << misoriented.no_pseudo_normals_reason();
+}
+
+// The feature reported with the closest point: the region the point projects into.
+TEST(ClosestPointOnTriangle, ReportsTheFeature) {
+    const Vec3 a{0, 0, 0}, b{1, 0, 0}, c{0, 1, 0};
+    struct Case { Vec3 p; uint32_t feature; };
+    const Case cases[] = {{{0.2f, 0.2f, 0.5f}, kFeatureFace},   {{-1, -1, 0.1f}, kFeatureVertexA},
+                          {{2, -0.5f, 0}, kFeatureVertexB},     {{-0.5f, 2, 0}, kFeatureVertexC},
+                          {{0.5f, -1, 0.3f}, kFeatureEdgeAB},   {{1, 1, -0.2f}, kFeatureEdgeBC},
+                          {{-1, 0.5f, 0}, kFeatureEdgeCA}};
+    for (const Case& k : cases) {
+        uint32_t feature = 99;
+        const Vec3 q = closest_point_on_triangle(k.p, a, b, c, feature);
+        EXPECT_EQ(feature, k.feature) << k.p.x << " " << k.p.y << " " << k.p.z;
+        const Vec3 plain = closest_point_on_triangle(k.p, a, b, c);
+        EXPECT_EQ(q.x, plain.x);
+        EXPECT_EQ(q.y, plain.y);
+        EXPECT_EQ(q.z, plain.z);
+    }
+    uint32_t feature = 99;
+    closest_point_on_triangle({0.5f, 0.5f, 1}, a, b, a + (b - a) * 0.5f, feature);  // degenerate
+    EXPECT_EQ(feature, kFeatureUnknown);
+}
+
 TEST(GroundTruthSdf, RejectsBadSignRays) {
     const TriangleMesh box = make_box_mesh({0, 0, 0}, {1, 1, 1});
     for (uint32_t bad : {0u, 2u, 8u, 17u}) EXPECT_THROW(GroundTruthSdf(box, bad), InputError) << bad;

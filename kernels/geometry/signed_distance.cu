@@ -15,10 +15,11 @@ __device__ Vec3 load_point(const float* points, uint32_t i) {
     return Vec3{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
 }
 
-__global__ void signed_distance_kernel(BvhView bvh, const float* points, uint32_t n, uint32_t sign_rays, float* values) {
+__global__ void signed_distance_kernel(BvhView bvh, const float* points, uint32_t n, uint32_t sign_rays,
+                                       SignMethod sign, float* values) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    values[i] = signed_distance(bvh, load_point(points, i), sign_rays);
+    values[i] = signed_distance(bvh, load_point(points, i), sign_rays, sign);
 }
 
 __global__ void closest_kernel(BvhView bvh, const float* points, uint32_t n, float* distances, float* normals) {
@@ -35,9 +36,9 @@ __global__ void closest_kernel(BvhView bvh, const float* points, uint32_t n, flo
 } // namespace
 
 void launch_signed_distances(const BvhView& bvh, const float* d_points, uint32_t n, float* d_values,
-                             uint32_t sign_rays, cudaStream_t stream) {
+                             uint32_t sign_rays, SignMethod sign, cudaStream_t stream) {
     if (n == 0) return;
-    signed_distance_kernel<<<blocks_for(n), kThreads, 0, stream>>>(bvh, d_points, n, sign_rays, d_values);
+    signed_distance_kernel<<<blocks_for(n), kThreads, 0, stream>>>(bvh, d_points, n, sign_rays, sign, d_values);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

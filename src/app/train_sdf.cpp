@@ -61,6 +61,7 @@ json summary_json(const TrainOptions& o, Backend& b, const TrainOutcome& outcome
     json s = common_summary_json(o, "sdf", b, outcome);
     s["sdf"] = sdf_mode_info(data.scene());
     s["sampling"] = data.sampling().to_json();
+    s["target_sign"] = sign_method_name(data.target_sign());  // what sampling.target_sign resolved to
     s["iou_history"] = iou_history;
     s.update(quality_json(q));
     if (mesh.extracted) {
@@ -100,6 +101,7 @@ int run_train_sdf(const TrainOptions& o) {
     for (const auto& w : unused_config_fields(config)) std::fprintf(stderr, "fusedngp: warning: %s\n", w.c_str());
 
     std::printf("data      %s: %s\n", o.data.c_str(), description.c_str());
+    std::printf("targets   signs by %s\n", sign_method_name(data.target_sign()));
     std::printf("model     %zu encoding + %zu network = %zu params, backend %s, batch %u%s\n",
                 backend->n_encoding_params(), backend->n_network_params(), backend->n_params(),
                 backend->name().c_str(), o.batch_size,

@@ -13,11 +13,11 @@ class SdfDeviceSampler : public DeviceSampler {
 public:
     explicit SdfDeviceSampler(const SdfTrainingData& data)
         : settings_(data.sampling()), bvh_(data.truth().bvh()), sampler_(data.surface()),
-          sign_rays_(data.truth().sign_rays()) {}
+          sign_rays_(data.truth().sign_rays()), sign_(data.target_sign()) {}
 
     void sample(uint64_t seed, uint64_t step, uint32_t batch, float* d_inputs, float* d_targets,
                 cudaStream_t stream) override {
-        sampler_.sample(settings_, seed, step, batch, d_inputs, d_targets, bvh_.field(sign_rays_), stream);
+        sampler_.sample(settings_, seed, step, batch, d_inputs, d_targets, bvh_.field(sign_rays_, sign_), stream);
     }
 
 private:
@@ -25,6 +25,7 @@ private:
     gpu::DeviceBvh bvh_;
     gpu::DeviceSdfSampler sampler_;
     uint32_t sign_rays_;
+    SignMethod sign_;
 };
 
 } // namespace

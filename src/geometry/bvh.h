@@ -24,12 +24,23 @@ struct BvhTriangle {
     Vec3 a, b, c;
 };
 
+// Unit pseudo-normals of one triangle's 7 features, indexed by
+// TriangleFeature (bvh_queries.h): the face normal; each vertex's
+// angle-weighted normal over the triangles around it; each edge's mean of its
+// two faces' normals. The side of the closest feature's pseudo-normal is the
+// sign of the distance on a closed, consistently oriented mesh (see
+// geometry/pseudo_normals.h).
+struct BvhPseudoNormals {
+    Vec3 feature[7];
+};
+
 constexpr uint32_t kBvhMaxStack = 64;
 
 struct TriangleBvh {
     std::vector<BvhNode> nodes;            // nodes[0] is the root
     std::vector<BvhTriangle> triangles;    // in leaf order
     std::vector<uint32_t> triangle_ids;    // the mesh's index of each leaf-order triangle
+    std::vector<BvhPseudoNormals> pseudo_normals;  // leaf order; empty unless attach_pseudo_normals succeeded
     uint32_t depth = 0;                    // longest root-to-leaf path (traversal stacks need < kBvhMaxStack)
 };
 
@@ -47,10 +58,12 @@ struct BvhView {
     const BvhTriangle* triangles = nullptr;
     uint32_t n_nodes = 0;
     uint32_t n_triangles = 0;
+    const BvhPseudoNormals* pseudo_normals = nullptr;  // null when the BVH has none
 };
 
 inline BvhView host_view(const TriangleBvh& bvh) {
-    return BvhView{bvh.nodes.data(), bvh.triangles.data(), (uint32_t)bvh.nodes.size(), (uint32_t)bvh.triangles.size()};
+    return BvhView{bvh.nodes.data(), bvh.triangles.data(), (uint32_t)bvh.nodes.size(), (uint32_t)bvh.triangles.size(),
+                   bvh.pseudo_normals.empty() ? nullptr : bvh.pseudo_normals.data()};
 }
 
 } // namespace fusedngp

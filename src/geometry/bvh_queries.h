@@ -36,13 +36,24 @@ FUSEDNGP_HD Vec3 closest_point_on_edges(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
     return best;
 }
 
-// The closest point of triangle (a, b, c) to p. Classifies p into the
-// triangle's Voronoi regions (3 vertices, 3 edges, the face) from the
-// barycentric signs of its projection, so every branch is a plain formula.
-// A degenerate (zero-area) triangle is a segment or a point: its closest
-// point is on one of the three edges, which the region tests cannot tell
-// apart reliably, so it takes that path.
-FUSEDNGP_HD Vec3 closest_point_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
+// Which feature of a triangle holds the closest point: the face's interior,
+// a vertex or an edge (the index of BvhPseudoNormals::feature), or unknown
+// for a degenerate triangle, whose closest point the region tests cannot place.
+enum TriangleFeature : uint32_t {
+    kFeatureFace = 0,
+    kFeatureVertexA = 1, kFeatureVertexB = 2, kFeatureVertexC = 3,
+    kFeatureEdgeAB = 4, kFeatureEdgeBC = 5, kFeatureEdgeCA = 6,
+    kFeatureUnknown = 7,
+};
+
+// The closest point of triangle (a, b, c) to p, and the feature it lies on.
+// Classifies p into the triangle's Voronoi regions (3 vertices, 3 edges, the
+// face) from the barycentric signs of its projection, so every branch is a
+// plain formula. A degenerate (zero-area) triangle is a segment or a point:
+// its closest point is on one of the three edges, which the region tests
+// cannot tell apart reliably, so it takes that path.
+FUSEDNGP_HD Vec3 closest_point_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c, uint32_t& feature) {
+    feature = kFeatureUnknown;
     const Vec3 ab = b - a, ac = c - a;
     const Vec3 n = cross(ab, ac);
     // |n|^2 = |ab|^2 |ac|^2 sin^2: relative sine below ~1e-6 counts as flat.
@@ -50,28 +61,52 @@ FUSEDNGP_HD Vec3 closest_point_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
 
     const Vec3 ap = p - a;
     const float d1 = dot(ab, ap), d2 = dot(ac, ap);
-    if (d1 <= 0 && d2 <= 0) return a;
+    if (d1 <= 0 && d2 <= 0) {
+        feature = kFeatureVertexA;
+        return a;
+    }
 
     const Vec3 bp = p - b;
     const float d3 = dot(ab, bp), d4 = dot(ac, bp);
-    if (d3 >= 0 && d4 <= d3) return b;
+    if (d3 >= 0 && d4 <= d3) {
+        feature = kFeatureVertexB;
+        return b;
+    }
 
     const float vc = d1 * d4 - d3 * d2;
-    if (vc <= 0 && d1 >= 0 && d3 <= 0) return a + ab * (d1 / (d1 - d3));
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+        feature = kFeatureEdgeAB;
+        return a + ab * (d1 / (d1 - d3));
+    }
 
     const Vec3 cp = p - c;
     const float d5 = dot(ab, cp), d6 = dot(ac, cp);
-    if (d6 >= 0 && d5 <= d6) return c;
+    if (d6 >= 0 && d5 <= d6) {
+        feature = kFeatureVertexC;
+        return c;
+    }
 
     const float vb = d5 * d2 - d1 * d6;
-    if (vb <= 0 && d2 >= 0 && d6 <= 0) return a + ac * (d2 / (d2 - d6));
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+        feature = kFeatureEdgeCA;
+        return a + ac * (d2 / (d2 - d6));
+    }
 
     const float va = d3 * d6 - d5 * d4;
-    if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
+    if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+        feature = kFeatureEdgeBC;
+        return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
+    }
 
     const float sum = va + vb + vc;
     if (!(sum > 0)) return closest_point_on_edges(p, a, b, c);  // rounding in a near-flat triangle
+    feature = kFeatureFace;
     return a + ab * (vb / sum) + ac * (vc / sum);
+}
+
+FUSEDNGP_HD Vec3 closest_point_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
+    uint32_t feature;
+    return closest_point_on_triangle(p, a, b, c, feature);
 }
 
 // The triangle's unit normal in the mesh's orientation (counter-clockwise
@@ -83,6 +118,7 @@ FUSEDNGP_HD Vec3 triangle_normal(const BvhTriangle& t) { return normalize(cross(
 struct ClosestHit {
     float distance_squared = INFINITY;
     uint32_t triangle = 0;  // leaf-order index (TriangleBvh::triangle_ids gives the mesh's)
+    uint32_t feature = kFeatureUnknown;  // TriangleFeature of `point` on that triangle
     Vec3 point;
 };
 
@@ -125,11 +161,13 @@ FUSEDNGP_HD ClosestHit bvh_closest_point(const BvhView& bvh, Vec3 p) {
             }
             for (uint32_t i = n.first; i < n.first + n.count; ++i) {
                 const BvhTriangle& t = bvh.triangles[i];
-                Vec3 q = closest_point_on_triangle(p, t.a, t.b, t.c);
+                uint32_t feature;
+                Vec3 q = closest_point_on_triangle(p, t.a, t.b, t.c, feature);
                 float d = length_squared(p - q);
                 if (d < best.distance_squared) {
                     best.distance_squared = d;
                     best.triangle = i;
+                    best.feature = feature;
                     best.point = q;
                 }
             }
@@ -294,10 +332,39 @@ FUSEDNGP_HD bool inside_by_rays(const BvhView& bvh, Vec3 p, uint32_t n_rays = kD
     return 2 * inside_votes > n_rays;
 }
 
+// How a signed distance decides inside from outside.
+enum class SignMethod : uint32_t {
+    // A majority vote of ray winding numbers (inside_by_rays): survives holes
+    // and overlapping shells; 1 closest-point traversal plus up to n_rays ray traversals.
+    RayVote = 0,
+    // The side of the closest feature's angle-weighted pseudo-normal
+    // (Baerentzen and Aanaes, IEEE TVCG 2005), checked by one ray: exact on a
+    // closed, consistently oriented mesh without self-intersections; near a
+    // self-intersection, where the closest face can point into the solid,
+    // the ray disagrees and the full vote decides. 2 traversals where they
+    // agree. Needs BvhView::pseudo_normals (else, and on degenerate
+    // triangles, it votes).
+    PseudoNormal = 1,
+};
+
 // Distance to the nearest triangle, negative inside (by the ray vote).
 FUSEDNGP_HD float signed_distance(const BvhView& bvh, Vec3 p, uint32_t n_rays = kDefaultSignRays) {
     float d = sqrtf(bvh_closest_point(bvh, p).distance_squared);
     return inside_by_rays(bvh, p, n_rays) ? -d : d;
+}
+
+// Distance to the nearest triangle, negative inside by `method`.
+FUSEDNGP_HD float signed_distance(const BvhView& bvh, Vec3 p, uint32_t n_rays, SignMethod method) {
+    if (method != SignMethod::PseudoNormal || !bvh.pseudo_normals) return signed_distance(bvh, p, n_rays);
+    const ClosestHit hit = bvh_closest_point(bvh, p);
+    const float d = sqrtf(hit.distance_squared);
+    if (d == 0) return d;
+    if (hit.feature != kFeatureUnknown) {
+        const float side = dot(p - hit.point, bvh.pseudo_normals[hit.triangle].feature[hit.feature]);
+        const bool inside = side < 0;
+        if (side != 0 && (bvh_ray_winding(bvh, p, sign_ray_direction(0)) != 0) == inside) return inside ? -d : d;
+    }
+    return inside_by_rays(bvh, p, n_rays) ? -d : d;  // they disagree, no feature, or a zero pseudo-normal
 }
 
 } // namespace fusedngp

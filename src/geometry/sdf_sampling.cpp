@@ -35,6 +35,10 @@ void SdfSamplingSettings::validate(const std::string& path) const {
     require_fraction(large_offset_fraction, path, "large_offset_fraction");
     require_length(surface_offset_small, path, "surface_offset_small");
     require_length(surface_offset_large, path, "surface_offset_large");
+    if (target_sign != "auto" && target_sign != "ray_vote" && target_sign != "pseudo_normal") {
+        throw ConfigError(join_path(path, "target_sign"), "must be \"auto\", \"ray_vote\" or \"pseudo_normal\", got \"" +
+                                                             target_sign + "\"");
+    }
     // A little slack: 0.125 + 0.5 + 0.375 style splits written as decimals.
     const double sum = (double)uniform_fraction + surface_fraction + large_offset_fraction;
     if (sum > 1.0 + 1e-6) {
@@ -45,7 +49,7 @@ void SdfSamplingSettings::validate(const std::string& path) const {
 
 const std::vector<std::string>& SdfSamplingSettings::json_keys() {
     static const std::vector<std::string> keys = {"uniform_fraction", "surface_fraction", "large_offset_fraction",
-                                                  "surface_offset_small", "surface_offset_large"};
+                                                  "surface_offset_small", "surface_offset_large", "target_sign"};
     return keys;
 }
 
@@ -57,6 +61,7 @@ SdfSamplingSettings SdfSamplingSettings::from_json(const json& j, const std::str
     s.large_offset_fraction = (float)get_number(j, path, "large_offset_fraction", s.large_offset_fraction);
     s.surface_offset_small = (float)get_number(j, path, "surface_offset_small", s.surface_offset_small);
     s.surface_offset_large = (float)get_number(j, path, "surface_offset_large", s.surface_offset_large);
+    s.target_sign = get_string(j, path, "target_sign", s.target_sign);
     s.validate(path);
     return s;
 }
@@ -66,7 +71,8 @@ json SdfSamplingSettings::to_json() const {
                 {"surface_fraction", surface_fraction},
                 {"large_offset_fraction", large_offset_fraction},
                 {"surface_offset_small", surface_offset_small},
-                {"surface_offset_large", surface_offset_large}};
+                {"surface_offset_large", surface_offset_large},
+                {"target_sign", target_sign}};
 }
 
 SdfSampleLayout sdf_sample_layout(const SdfSamplingSettings& settings, uint32_t batch) {

@@ -33,6 +33,12 @@ struct SdfSamplingSettings {
     // The rest of the batch, 1 - the three above: surface + N(0, surface_offset_small^2) per axis.
     float surface_offset_small = 0.8660254f / 1024.f;  // unit-cube lengths
     float surface_offset_large = 1.f / 128.f;
+    // How the targets' signs are decided: "ray_vote" (the metrics' ground
+    // truth: survives holes and overlapping shells), "pseudo_normal" (exact
+    // on closed, consistently oriented meshes without self-intersections, and
+    // several times cheaper: SignMethod in geometry/bvh_queries.h) or "auto"
+    // (pseudo_normal where the mesh is closed and consistently oriented).
+    std::string target_sign = "auto";
 
     float small_offset_fraction() const { return 1.f - uniform_fraction - surface_fraction - large_offset_fraction; }
     // Whether the batch has points on or near the surface (needs a mesh).

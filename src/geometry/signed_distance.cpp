@@ -1,6 +1,7 @@
 #include "geometry/signed_distance.h"
 
 #include "core/errors.h"
+#include "geometry/pseudo_normals.h"
 
 #include <algorithm>
 #include <string>
@@ -36,23 +37,29 @@ uint32_t checked_sign_rays(uint32_t n_rays, const char* what) {
     check_sign_rays(n_rays, what);
     return n_rays;
 }
+
+std::shared_ptr<const TriangleBvh> bvh_with_pseudo_normals(const TriangleMesh& mesh, std::string& why_not) {
+    auto bvh = std::make_shared<TriangleBvh>(build_triangle_bvh(mesh));
+    attach_pseudo_normals(mesh, *bvh, &why_not);
+    return bvh;
+}
 } // namespace
 
 GroundTruthSdf::GroundTruthSdf(const TriangleMesh& mesh, uint32_t sign_rays)
     : sign_rays_(checked_sign_rays(sign_rays, "GroundTruthSdf")),
-      bvh_(std::make_shared<const TriangleBvh>(build_triangle_bvh(mesh))) {}
+      bvh_(bvh_with_pseudo_normals(mesh, no_pseudo_normals_reason_)) {}
 
 float GroundTruthSdf::signed_distance(Vec3 p) const { return fusedngp::signed_distance(host_view(*bvh_), p, sign_rays_); }
 
-SdfBatchFn GroundTruthSdf::field() const {
+SdfBatchFn GroundTruthSdf::field(SignMethod sign) const {
     std::shared_ptr<const TriangleBvh> bvh = bvh_;
     const uint32_t rays = sign_rays_;
-    return [bvh, rays](const Matrix<float>& points, Matrix<float>& values) {
+    return [bvh, rays, sign](const Matrix<float>& points, Matrix<float>& values) {
         if (points.cols() != 3) throw InputError("GroundTruthSdf: points must have 3 columns, got " + std::to_string(points.cols()));
         const BvhView view = host_view(*bvh);
         values.resize(points.rows(), 1);
         for_each_point(points.rows(), [&](int64_t i) {
-            values(i, 0) = fusedngp::signed_distance(view, Vec3{points(i, 0), points(i, 1), points(i, 2)}, rays);
+            values(i, 0) = fusedngp::signed_distance(view, Vec3{points(i, 0), points(i, 1), points(i, 2)}, rays, sign);
         });
     };
 }

@@ -2,7 +2,9 @@
 // mode's training target and the reference for its metrics. Distance is to
 // the nearest triangle; the sign is a majority vote of ray winding numbers
 // (geometry/bvh_queries.h), so overlapping shells count as inside and a small
-// hole misleads only points near it. The GPU twin is gpu/geometry/device_bvh.h.
+// hole misleads only points near it. On closed, consistently oriented meshes
+// it also holds pseudo-normals, for the one-traversal sign that training
+// targets may use (SignMethod). The GPU twin is gpu/geometry/device_bvh.h.
 #pragma once
 
 #include "geometry/bvh.h"
@@ -11,6 +13,7 @@
 #include "geometry/triangle_mesh.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace fusedngp {
@@ -24,9 +27,15 @@ public:
 
     float signed_distance(Vec3 p) const;
 
-    // points [n][3] -> values [n][1]. The function shares this object's BVH,
-    // so it stays valid after the GroundTruthSdf is gone.
-    SdfBatchFn field() const;
+    // points [n][3] -> values [n][1], signed by `sign` (PseudoNormal votes
+    // where the mesh has no pseudo-normals). The function shares this
+    // object's BVH, so it stays valid after the GroundTruthSdf is gone.
+    SdfBatchFn field(SignMethod sign = SignMethod::RayVote) const;
+
+    // Whether SignMethod::PseudoNormal is exact here (closed, consistently
+    // oriented mesh); if not, why not.
+    bool has_pseudo_normals() const { return !bvh_->pseudo_normals.empty(); }
+    const std::string& no_pseudo_normals_reason() const { return no_pseudo_normals_reason_; }
 
     // Unsigned distance to the mesh and the unit normal of the closest
     // triangle (mesh orientation; zero for a degenerate triangle), for the
@@ -39,6 +48,7 @@ public:
 
 private:
     uint32_t sign_rays_;  // first: checked before the BVH is built
+    std::string no_pseudo_normals_reason_;
     std::shared_ptr<const TriangleBvh> bvh_;
 };
 

@@ -33,13 +33,20 @@ SdfScene load_sdf_scene(const std::string& path, std::vector<std::string>* warni
 SdfTrainingData::SdfTrainingData(SdfScene scene, const SdfSamplingSettings& sampling, uint32_t sign_rays)
     : scene_(std::move(scene)), sampling_(sampling),
       truth_(std::make_unique<GroundTruthSdf>(scene_.mesh, sign_rays)),
-      surface_(std::make_unique<SurfaceSampler>(scene_.mesh)) {}
+      surface_(std::make_unique<SurfaceSampler>(scene_.mesh)) {
+    sampling_.validate();
+    if (sampling_.target_sign == "pseudo_normal" && !truth_->has_pseudo_normals()) {
+        throw InputError(scene_.path + ": sampling.target_sign \"pseudo_normal\" needs a closed, consistently oriented mesh (" +
+                         truth_->no_pseudo_normals_reason() + "); use \"ray_vote\" or \"auto\"");
+    }
+    if (sampling_.target_sign != "ray_vote" && truth_->has_pseudo_normals()) target_sign_ = SignMethod::PseudoNormal;
+}
 
 void SdfTrainingData::sample(uint32_t batch, Rng& rng, Matrix<float>& inputs, Matrix<float>& targets) const {
     // One draw of the generator per batch seeds the counter-based sampler,
     // so the batch depends on the rng's state alone (resume is exact).
     const uint64_t batch_seed = rng.next_u64();
-    generate_sdf_batch(*surface_, sampling_, batch_seed, 0, batch, truth_->field(), inputs, targets);
+    generate_sdf_batch(*surface_, sampling_, batch_seed, 0, batch, truth_->field(target_sign_), inputs, targets);
 }
 
 ChamferResult mesh_chamfer(const TriangleMesh& input, const GroundTruthSdf& input_truth, const TriangleMesh& extracted,
@@ -51,6 +58,8 @@ ChamferResult mesh_chamfer(const TriangleMesh& input, const GroundTruthSdf& inpu
     };
     return chamfer_distance(input, closest_on(input_truth), extracted, closest_on(extracted_truth), n_samples, seed);
 }
+
+const char* sign_method_name(SignMethod sign) { return sign == SignMethod::PseudoNormal ? "pseudo_normal" : "ray_vote"; }
 
 SdfSamplingSettings sdf_sampling_from_config(const json& config) {
     auto it = config.find("sampling");

@@ -46,6 +46,8 @@ SdfScene load_sdf_scene(const std::string& path, std::vector<std::string>* warni
 
 class SdfTrainingData : public TrainingData {
 public:
+    // Throws InputError when sampling.target_sign is "pseudo_normal" and the
+    // mesh is not closed and consistently oriented.
     SdfTrainingData(SdfScene scene, const SdfSamplingSettings& sampling, uint32_t sign_rays = 7);
     uint32_t n_input_dims() const override { return 3; }
     uint32_t n_output_dims() const override { return 1; }
@@ -57,13 +59,20 @@ public:
     const GroundTruthSdf& truth() const { return *truth_; }
     const SurfaceSampler& surface() const { return *surface_; }
     const SdfSamplingSettings& sampling() const { return sampling_; }
+    // The sign the training targets use: sampling.target_sign resolved
+    // against the mesh ("auto" is PseudoNormal where the mesh has them).
+    SignMethod target_sign() const { return target_sign_; }
 
 private:
     SdfScene scene_;
     SdfSamplingSettings sampling_;
     std::unique_ptr<GroundTruthSdf> truth_;
     std::unique_ptr<SurfaceSampler> surface_;
+    SignMethod target_sign_ = SignMethod::RayVote;
 };
+
+// "ray_vote" or "pseudo_normal", for summaries and logs.
+const char* sign_method_name(SignMethod sign);
 
 // The sampling settings from a config's "sampling" section (defaults when absent).
 SdfSamplingSettings sdf_sampling_from_config(const json& config);

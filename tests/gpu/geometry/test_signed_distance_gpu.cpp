@@ -12,6 +12,7 @@
 #include "gpu/geometry/device_bvh.h"
 #include "gpu/device_test_util.h"
 #include "mesh_test_util.h"
+#include "modes/sdf_mode.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -36,8 +37,10 @@ std::vector<float> random_points(uint64_t seed, uint32_t n = 100003) {
 
 Vec3 point_at(const std::vector<float>& points, size_t i) { return {points[3 * i], points[3 * i + 1], points[3 * i + 2]}; }
 
-void expect_signed_distances_match(const TriangleMesh& mesh, uint32_t sign_rays, cudaStream_t stream) {
+void expect_signed_distances_match(const TriangleMesh& mesh, uint32_t sign_rays, cudaStream_t stream,
+                                   SignMethod sign = SignMethod::RayVote) {
     const GroundTruthSdf cpu(mesh, sign_rays);
+    if (sign == SignMethod::PseudoNormal) { ASSERT_TRUE(cpu.has_pseudo_normals()) << cpu.no_pseudo_normals_reason(); }
     const DeviceBvh gpu(cpu.bvh());
     const std::vector<float> points = random_points(sign_rays);
     const uint32_t n = (uint32_t)(points.size() / 3);
@@ -45,14 +48,14 @@ void expect_signed_distances_match(const TriangleMesh& mesh, uint32_t sign_rays,
     Matrix<float> batch(n, 3);
     for (uint32_t i = 0; i < n; ++i) batch.row(i) << points[3 * i], points[3 * i + 1], points[3 * i + 2];
     Matrix<float> expected;
-    cpu.field()(batch, expected);
+    cpu.field(sign)(batch, expected);
 
     DeviceBuffer<float> d_points(points.size()), d_values(n), d_field_values(n);
     d_points.upload(points);
     d_values.fill_bytes(0xFF, stream);
     d_field_values.fill_bytes(0xFF, stream);
-    gpu.signed_distances(d_points.data(), n, d_values.data(), sign_rays, stream);
-    gpu.field(sign_rays)(d_points.data(), n, d_field_values.data(), stream);
+    gpu.signed_distances(d_points.data(), n, d_values.data(), sign_rays, stream, sign);
+    gpu.field(sign_rays, sign)(d_points.data(), n, d_field_values.data(), stream);
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
     const std::vector<float> values = d_values.download(), field_values = d_field_values.download();
 
@@ -81,6 +84,18 @@ TEST_F(SignedDistanceGpu, OverlappingSpheresMatchCpuWithOneAndFifteenRays) {
 
 TEST_F(SignedDistanceGpu, BoxMatchesCpu) {
     expect_signed_distances_match(test::make_box_mesh({0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}), 7, stream_);
+}
+
+// Pseudo-normal signs (one closest-point query and one checking ray; the
+// full vote where they disagree) on closed meshes, including the bundled cow,
+// which self-intersects in places, so the vote fallback runs on the device too.
+TEST_F(SignedDistanceGpu, PseudoNormalSignsMatchCpu) {
+    expect_signed_distances_match(test::make_torus_mesh({0.5f, 0.5f, 0.5f}, 0.3f, 0.1f), 7, stream_,
+                                  SignMethod::PseudoNormal);
+    expect_signed_distances_match(test::make_box_mesh({0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}), 7, stream_,
+                                  SignMethod::PseudoNormal);
+    expect_signed_distances_match(load_sdf_scene(FUSEDNGP_SOURCE_DIR "/data/cow.obj").mesh, 15, stream_,
+                                  SignMethod::PseudoNormal);
 }
 
 // Where an edge or vertex is closest, two triangles tie and the device may
