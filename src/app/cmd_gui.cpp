@@ -31,6 +31,7 @@ struct GuiCliOptions {
     std::string screenshot;
     std::vector<std::string> sets;
     uint32_t steps_per_frame = 0;
+    float orbit_pixels = 0;
     std::string size = "1600x900";
     double max_fps = 60;
     uint32_t batch_size = 0;  // 0: chosen for the backend
@@ -65,7 +66,7 @@ int run_gui_command(const GuiCliOptions& o) {
     if (!(o.max_fps >= 0)) throw InputError("--max-fps must be >= 0 (0: uncapped)");
     g.max_fps = o.max_fps;
     if (!o.background.empty()) g.background = parse_background(o.background);
-    g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes), o.steps_per_frame};
+    g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes), o.steps_per_frame, o.orbit_pixels};
     return run_gui(g);
 #else
     throw InputError("this fusedngp was built without the desktop app (configure with -DFUSEDNGP_GUI=ON)");
@@ -100,6 +101,10 @@ void add_gui_command(CLI::App& app) {
     cmd->add_option("--steps-per-frame", o->steps_per_frame,
                     "exactly N training steps per frame, each frame waiting for them (reproducible scripted runs); "
                     "default 0: training runs freely on its worker thread")
+        ->check(non_negative_number());
+    cmd->add_option("--orbit", o->orbit_pixels,
+                    "3-D modes: orbit the camera by PIXELS of sideways drag every frame (a moving view for "
+                    "measuring frame rate and training speed; default 0: still)")
         ->check(non_negative_number());
     cmd->add_option("--set", o->sets,
                     "KEY=VALUE@FRAME: change a config value at a frame, e.g. network.n_neurons=128@50 (repeatable)");

@@ -20,6 +20,9 @@ struct AutomationOptions {
     // per frame while running (the loss curve of a scripted run then depends
     // on the frame count only, not on how fast frames are drawn).
     uint32_t steps_per_frame = 0;
+    // 3-D modes: the camera orbits by this many pixels of a sideways drag
+    // every frame, so a scripted run measures a moving view (0: still).
+    float orbit_pixels = 0;
 };
 
 class Automation {
@@ -32,6 +35,7 @@ public:
     uint64_t frame_limit() const { return options_.frames; }  // 0: none
     const std::string& screenshot_path() const { return options_.screenshot; }
     uint32_t steps_per_frame() const { return options_.steps_per_frame; }
+    float orbit_pixels() const { return options_.orbit_pixels; }
 
     // One line per applied change, then the final loss and the mode's
     // quality (`quality`: "psnr=24.31" for images, "iou=0.9712" for SDFs):

@@ -191,6 +191,7 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) app.ui.error(error);
         if (!app.sdf) update_model_views(app);
+        if (app.sdf && automation.orbit_pixels() > 0) app.sdf->camera().orbit(automation.orbit_pixels(), 0);
     };
     mode.ui = [&](uint64_t frame, const ViewRect& area, float panel_width) {
         handle_shortcuts(app.session, app.view, app.ui);

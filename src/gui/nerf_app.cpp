@@ -66,6 +66,7 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
     ModeFrame mode;
     mode.before_ui = [&](uint64_t frame) {
         apply_due_changes(app, frame);
+        if (app.automation.orbit_pixels > 0) app.view.camera().orbit(app.automation.orbit_pixels, 0);
         if (steps_per_frame > 0 && app.session.running) app.session.run_steps(steps_per_frame);
         app.session.poll();
         if (std::string error = app.session.take_worker_error(); !error.empty()) {

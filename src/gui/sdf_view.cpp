@@ -27,6 +27,9 @@ constexpr double kDeviceBudgetMs = 3.0;
 constexpr uint64_t kSettleFrames = 4;
 constexpr double kRestingPassFrames = 12;
 constexpr double kDeviceRestingFrames = 2;  // the device may spend two budgets on a still frame
+// A resting camera's picture changes only as training goes on: the device
+// redraws it at this interval (10 Hz) and gives the frames between to training.
+constexpr double kRestingRefreshMs = 100.0;
 // The app's clear colour: misses blend into the window.
 const Vec3 kBackground{0.07f, 0.075f, 0.08f};
 
@@ -67,10 +70,20 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
     }
     on_device_ = session.renders_on_device() && !picture_.front().cuda_interop_failed();
     if (on_device_) {
-        const RenderSize size = device_budget_.size(view_w, view_h, camera_moving() ? 1 : kDeviceRestingFrames);
-        if (render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height))) return;
+        const bool resting = !camera_moving();
+        if (resting && shown_resting_ && ms_since(last_device_render_) < kRestingRefreshMs) {
+            session.skip_device_render();
+            return;
+        }
+        const RenderSize size = device_budget_.size(view_w, view_h, resting ? kDeviceRestingFrames : 1);
+        if (render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height))) {
+            shown_resting_ = resting;
+            last_device_render_ = Clock::now();
+            return;
+        }
         on_device_ = false;
     }
+    shown_resting_ = false;
     render_on_host(session, view_w, view_h);
 }
 

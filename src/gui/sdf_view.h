@@ -9,6 +9,8 @@
 // texture shown once its pass is complete. Both paths pick the render size
 // with AdaptiveResolution: small while the camera moves, larger when it
 // rests, never more than the view's pixels; the picture is shown upscaled.
+// A resting camera's device picture is redrawn at 10 Hz, the frames between
+// showing the last one while training runs unpaced.
 #pragma once
 
 #include "gui/sdf_iou_probe.h"
@@ -18,6 +20,7 @@
 #include "render/camera_controller.h"
 #include "render/sdf_render.h"
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -72,6 +75,8 @@ private:
     SdfRenderMode seen_mode_ = SdfRenderMode::Shade;
     int seen_width_ = 0, seen_height_ = 0;
     bool on_device_ = false;
+    bool shown_resting_ = false;     // the device picture shown was drawn with the camera resting
+    std::chrono::steady_clock::time_point last_device_render_;
 };
 
 } // namespace fusedngp

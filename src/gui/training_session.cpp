@@ -280,8 +280,22 @@ void TrainingSession::render_on_device(const std::function<void(Backend&)>& rend
         auto lock = pause_worker();
         render(*backend_);
         device_steps_ran_.record(total_steps_);  // pause_worker() folded in every step so far
-        if (threaded_ && !lockstep_) pace_device_steps(ms_since(start));
+        // After unpaced frames the wait measures a full queue, not the pace.
+        if (threaded_ && !lockstep_) {
+            if (unpaced_since_render_ && device_steps_per_frame_ > 0)
+                device_step_quota_ = device_steps_per_frame_;
+            else
+                pace_device_steps(ms_since(start));
+        }
+        unpaced_since_render_ = false;
     }
+    worker_wake_.notify_all();
+}
+
+void TrainingSession::skip_device_render() {
+    if (!renders_on_device() || !threaded_ || lockstep_) return;
+    unpaced_since_render_ = true;
+    device_step_quota_ = -1;  // atomic: the worker's decrement never sees a torn value
     worker_wake_.notify_all();
 }
 

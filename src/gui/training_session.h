@@ -97,6 +97,10 @@ public:
     // between two steps with the worker paused, then the device steps per
     // frame are paced from the time it took. Only when renders_on_device().
     void render_on_device(const std::function<void(Backend&)>& render);
+    // A frame that draws no device render (a 3-D view showing its last
+    // picture of a resting camera): the worker trains unpaced until the next
+    // render_on_device, which then keeps the per-frame pace it had.
+    void skip_device_render();
     // GPU steps the worker may enqueue between two device renders (paced so a
     // frame's GPU work fits its budget: see render_to_device); -1 = unpaced.
     int device_steps_per_frame() const { return device_steps_per_frame_; }
@@ -224,6 +228,7 @@ private:
     std::atomic<int> device_step_quota_{-1};
     int device_steps_per_frame_ = -1;
     double render_floor_ms_ = 1e9;  // fastest render seen: the render alone, no queued steps
+    bool unpaced_since_render_ = false;  // skip_device_render() ran since the last render
     FrameSteps device_steps_ran_;   // worker steps counted at each device render
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
