@@ -132,7 +132,7 @@ struct Row {
     std::string plan;
 };
 
-// The rows as CSV (the schema of bench/results/h200_run*.csv).
+// The rows as CSV (the schema of e.g. bench/results/h200_train_ab_5255ca9.csv).
 void write_rows_csv(const std::string& path, const std::vector<Row>& rows) {
     FILE* f = std::fopen(path.c_str(), "w");
     if (f == nullptr) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that reads Nsight Compute's counters where the speed
-# targets are missed (docs/FUSED_MLP_DESIGN.md, "Hardware counters"):
+# targets are missed (docs/FUSED_MLP_DESIGN.md, "What limits each width"):
 # build (scripts/gpu-check, no tests), then `ncu --clock-control none` on
 #   1. the training step (fused L2) of 32 -> W x 2 -> 16 at 2^20 rows,
 #      W in TRAIN_WIDTHS (16 and 64), the planned training kernel and the reduce;

@@ -1,4 +1,4 @@
-# Sourced by the one-device-call scripts in bench/ (bash): the common start.
+# Sourced by the device scripts in bench/ (bash): the common start.
 #   source "$(dirname "${BASH_SOURCE[0]}")/one_call_common.sh" "$1" usage-name
 # Sets OUT (absolute, created), ROOT (the tree, now the working directory),
 # BUILD (build-gpu), T0 (start time) and note() (a timestamped line in the
@@ -22,28 +22,4 @@ build_only() {
   note "gpu-check (build): exit $?"
   cat "$GC/summary.txt" >> "$OUT/summary.txt" 2>/dev/null
   grep -E "warning" "$GC/build.log" | head -20 >> "$OUT/summary.txt"
-}
-# build_all_into DIR TIMEOUT: a fresh log folder DIR (/tmp/NAME) with GC=DIR/build,
-# then build_only everything; without a fusedngp binary, pack DIR into
-# $OUT/logs.tgz and stop the calling script. Sets L=DIR and GC.
-build_all_into() {
-  L="$1"
-  rm -rf "$L" && mkdir -p "$L"
-  GC="$L/build"
-  build_only "" "$2"
-  [ -x "$BUILD/fusedngp" ] && return 0
-  note "no build: stop"
-  tar -C "$(dirname "$L")" -czf "$OUT/logs.tgz" "$(basename "$L")"
-  exit 1
-}
-# red_add_probe: bench/red_add_probe.cu built with nvcc and run alone (~25 s);
-# its output to $OUT/red_add.txt and summary.txt. SKIP_RED_PROBE=1 skips it.
-red_add_probe() {
-  [ -z "${SKIP_RED_PROBE:-}" ] || return 0
-  local nvcc
-  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  timeout 60 "$nvcc" -std=c++17 -O3 -arch=sm_90 bench/red_add_probe.cu -o /tmp/red_add_probe > "$OUT/red_add.txt" 2>&1 &&
-    timeout 40 /tmp/red_add_probe >> "$OUT/red_add.txt" 2>&1
-  note "red.add probe: exit $?"
-  cat "$OUT/red_add.txt" >> "$OUT/summary.txt"
 }

@@ -1,11 +1,11 @@
 // Which warp-to-warp hand-offs of shared memory compute-sanitizer racecheck
 // understands, and what each costs (docs/FUSED_MLP_DESIGN.md, "Warp training
-// kernel at W = 64"). NW warps of a block take turns, in ring order (warp 0,
+// kernel"). NW warps of a block take turns, in ring order (warp 0,
 // 1, ..., NW - 1, then the next round), on S stripes of one float4 per lane,
 // as the shared-sum warp training kernel does with its dW stripes:
 //   none     no ordering at all: a real race, racecheck must report it;
-//   counter  per-stripe turn counter, ld.acquire / st.release (the old kernel);
-//   mbar32   per-(warp, stripe) mbarrier, every lane arrives (the kernel now);
+//   counter  per-stripe turn counter, ld.acquire / st.release;
+//   mbar32   per-(warp, stripe) mbarrier, every lane arrives (what the kernel uses);
 //   mbar1    the same, lane 0 arrives after __syncwarp;
 //   named    bar.sync / bar.arrive between neighbouring warps (one hardware
 //            barrier id per warp, so one hand-off per round, not per stripe).
@@ -13,7 +13,8 @@
 //   racecheck_probe MODE [warps rounds blocks]
 // prints whether every float4 holds the expected sum and the time per turn.
 // Build: nvcc -std=c++17 -arch=sm_90 -lineinfo -I kernels bench/racecheck_probe.cu
-// (bench/racecheck_run.sh builds, checks and times it). Result on the H200
+// then run each MODE natively (time) and under compute-sanitizer --tool
+// racecheck / synccheck (bench/README.md). Result on the H200, ec1d9c9
 // (compute-sanitizer of CUDA 13.0, 2 and 8 warps): racecheck reports none,
 // counter, mbar1 and named, and only mbar32 is clean; synccheck is clean.
 #include "warp_turn_device.cuh"

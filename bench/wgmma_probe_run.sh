@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call for the Hopper wgmma probe (bench/wgmma_probe.cu,
-# docs/HOPPER_WGMMA.md), the first time wgmma code runs here: build it for
+# docs/HOPPER_WGMMA.md): build it for
 # sm_90a (ptxas -v: registers and spills per kernel), count HGMMA / HMMA /
 # local-memory instructions per kernel in the SASS where cuobjdump exists,
 # the host-only emulation (the image read through our reading of the
@@ -58,8 +58,7 @@ grep -E 'TFLOP/s|ratio' "$OUT/time.log" | sed 's/^/    /' >> "$OUT/summary.txt"
 [ $TIME_RC -eq 0 ] || tail -3 "$OUT/time.log" | sed 's/^/    /' >> "$OUT/summary.txt"
 
 # ---- sanitizers on check, in parallel (host-bound instrumentation) ----
-# PROBE_SANITIZERS=0 skips them (a caller with a tighter time budget:
-# bench/wgmma_train_run.sh).
+# PROBE_SANITIZERS=0 skips them (for a tighter time budget).
 if [ "${PROBE_SANITIZERS:-1}" = 0 ]; then
   note "sanitizers: skipped (PROBE_SANITIZERS=0)"
   note "done"

@@ -18,7 +18,7 @@
 //     pairs -> fp16), one slab ahead: the loads of slab k + 1 are issued
 //     before slab k is computed, so their latency hides behind its products.
 //     (An L2 prefetch of the slab after that, as the tile kernels do, cost
-//     4-5 % at W 16-64 in run 1: removed.)
+//     4-5 % at W 16-64 on the H200 at 5f48d88, so there is none.)
 //   * The output layer's fp32 accumulators go through the output activation
 //     to global memory (float2 stores when n_out is even).
 //   * Weights are the forward fragment buffer of the block-tile kernels
@@ -60,7 +60,7 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // Shared: a plain load (the pointer derives from the kernel's shared array,
 // so it compiles to LDS), which the compiler may hoist and batch like the
 // global ones; an asm volatile LDS here kept every load in program order
-// (run 1: W32 14.0 G/s with it against 15.3 through L1).
+// (H200, 5f48d88: W32 14.0 G/s with it against 15.3 through L1).
 template <bool SMEM_W>
 __device__ __forceinline__ uint2 load_b(const uint2* p) {
     if constexpr (SMEM_W) {

@@ -8,7 +8,7 @@
 // shared-memory accesses before the waiter's later ones; it does not model
 // ld.acquire / st.release on a turn counter, nor a bar.arrive -> bar.sync
 // hand-off, nor __syncwarp before one lane's arrive (bench/racecheck_probe.cu
-// and docs/FUSED_MLP_DESIGN.md, "Racecheck-clean turns").
+// and docs/FUSED_MLP_DESIGN.md, "Warp training kernel").
 //
 // One mbarrier per (warp slot, stripe), arrival count 32: every lane arrives
 // after its own stores and waits itself, so each lane's stores are ordered

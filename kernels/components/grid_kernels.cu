@@ -387,8 +387,8 @@ __device__ inline void add_sample_gradient(const GridShape& shape, uint32_t l, u
 // same key (the row) find each other with __match_any_sync, a shuffle tree
 // sums each such set into its lowest lane, and only that lane issues the
 // shared-memory atomic. Same sums in another order (fp32 rounding only).
-// (A global-level variant, one global atomic per distinct row pair, was
-// removed in session 7: on the H200 it never paid, on either sample order;
+// (A global-level variant, one global atomic per distinct row pair, never
+// paid on the H200, on either sample order, and is not built;
 // docs/GPU_COMPONENTS.md, "Warp aggregation".)
 //
 // Each lane offers its contributions in 2^D rounds, one row (corner k) per

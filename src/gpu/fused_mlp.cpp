@@ -224,7 +224,7 @@ int FusedMlp::warp_flavor_for(bool weights_in_smem, int kt_in) const {
 // before 16-row slabs, weights in shared memory (when they take at most
 // kWarpSmemWeightsMax) before L1. The first candidate that keeps at least
 // kMinWarpBlocks blocks (16 warps) per SM wins, else the one with the most
-// rows resident per SM. H200 run 1 (32 -> W x 2 -> 16, batch 2^20): W16 and
+// rows resident per SM. On the H200 (5f48d88, 32 -> W x 2 -> 16, 2^20): W16 and
 // W32 fastest with 32-row slabs (5 and 4 blocks/SM), W64 with 16-row slabs
 // and weights in shared memory (12.5 G/s against 10.3 for 32-row slabs at
 // 3 blocks/SM: the mma chains need the warps). The flavour bits come from
@@ -293,7 +293,7 @@ int FusedMlp::warp_train_flavor_for() const {
 // networks resident. Candidates: per-warp sums (4 warps per block), shared
 // sums with 2 to 12 warps per block, and at W = 64 shared sums at 128
 // registers with 4 or 8 warps (2 blocks per SM). Choice, from the H200 A/B
-// (docs/FUSED_MLP_DESIGN.md, "Warp training kernel at W = 64"):
+// (docs/FUSED_MLP_DESIGN.md, "How a kernel is chosen"):
 //  - per-warp sums wherever they keep kPerWarpMinWarps warps per SM: no
 //    turns, no input staging (W16 D2 at 2^20 rows: 8.50 G/s with 20 warps,
 //    8.15-8.52 for the shared variants with 12-24; W32 D1: 7.64 vs 7.58);
@@ -415,7 +415,7 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
 }
 
 // Crossover batches of the warp and block-tile training kernels, measured on
-// the H200 (docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice"): the
+// the H200 (docs/FUSED_MLP_DESIGN.md, "How a kernel is chosen"): the
 // warp kernel has fixed per-call costs (staging both weight copies per block,
 // zeroing and writing the per-block sums, more partials to reduce) worth
 // ~10-13 us, which its lower per-row cost repays from ~2^17 rows at W = 16

@@ -142,7 +142,7 @@ bool choose_warp_training(bool has_warp_plan, const FusedMlpTuning& tuning, uint
 // Smallest batch at which the warp training kernel beats the block-tile one
 // (tuning.warp_training_min_batch when set, else the crossover measured on
 // the H200 for this width, 2^17 or 2^18 rows; 0 with force_warp_training).
-// See docs/FUSED_MLP_DESIGN.md, "Batch-dependent kernel choice".
+// See docs/FUSED_MLP_DESIGN.md, "How a kernel is chosen".
 uint32_t warp_training_min_batch_for(uint32_t width, const FusedMlpTuning& tuning);
 
 // One evaluated variant of the warp training kernel: its warps resident per

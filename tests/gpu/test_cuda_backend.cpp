@@ -563,7 +563,7 @@ TEST(CudaBackend, FusedStepTrainsLikeTheUnfusedPath) {
 
         // Under racecheck every launch grows the tool's host memory: 459 steps
         // went past 64 GB and the out-of-memory killer ended the run (H200,
-        // session 7), so scripts/gpu-check's sanitizer runs
+        // c53b0d1), so scripts/gpu-check's sanitizer runs
         // (FUSEDNGP_TEST_UNDER_SANITIZER=1) take 10 steps per loss.
         const int steps = env_flag_set("FUSEDNGP_TEST_UNDER_SANITIZER") ? 10 : 50;
         for (int i = 0; i < steps; ++i) {

@@ -347,8 +347,8 @@ struct GridKernelCase {
 };
 
 // The warp-aggregated gradient path (gradient_warp_aggregate_shared: the
-// shared-memory levels), with the kernel layouts around it. (The global-level
-// aggregation, gradient_warp_aggregate, was removed in session 7.)
+// shared-memory levels), with the kernel layouts around it. (There is no
+// global-level aggregation: its old key, gradient_warp_aggregate, is rejected.)
 std::vector<GridKernelCase> warp_aggregate_cases() {
     // The shared levels aggregated, the rest as by default.
     GridKernelOptions shared;
@@ -727,7 +727,7 @@ TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
     ASSERT_TRUE(env.set("gradient_warp_aggregate_shared=1"));
     GpuEncodingPair aggregated = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate_shared);
-    // The global-level aggregation's key is gone (removed in session 7): unknown now.
+    // The global-level aggregation's key does not exist: unknown.
     ASSERT_TRUE(env.set("gradient_warp_aggregate=1"));
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);
     ASSERT_TRUE(env.set("no_such_knob=1"));

@@ -84,9 +84,9 @@ struct GridKernelOptions {
     // 0.360 for spread + plain; on spread inputs the gradient kernel goes
     // 0.137 -> 0.157 ms), so off here: the CUDA backend turns it on for image
     // data in the tiled order, the default (encoding_options there).
-    // The same for the global-atomic levels (gradient_warp_aggregate) was
-    // removed in session 7: on the H200 it never paid, on either sample
-    // order (docs/GPU_COMPONENTS.md, "Warp aggregation").
+    // There is no such option for the global-atomic levels: on the H200 it
+    // never paid, on either sample order (docs/GPU_COMPONENTS.md, "Warp
+    // aggregation").
     bool gradient_warp_aggregate_shared = false;
 };
 

@@ -56,7 +56,7 @@ std::vector<GridLevelInfo> level_infos(const GridEncoding<float>& cpu) {
 // gradient_warp_aggregate_shared; booleans as 0/1): a developer
 // knob for timing `fusedngp train` under other kernel settings; not a stable
 // interface. Unknown keys or bad values throw (gradient_warp_aggregate, the
-// global-level aggregation removed in session 7, is now unknown).
+// global-level aggregation that no longer exists, is unknown).
 GridKernelOptions with_environment_overrides(GridKernelOptions options) {
     const char* env = std::getenv("FUSEDNGP_GRID_KERNELS");
     if (!env || !*env) return options;
