@@ -21,6 +21,22 @@ TEST(FrameSteps, MeanOfTheStepsThatRanPerFrame) {
     EXPECT_DOUBLE_EQ(f.per_frame(), (18.0 + 20.0 + 0.0) / 3.0);
 }
 
+TEST(WallStepRate, StepsOverTheLastHalfSecondOfWallTime) {
+    WallStepRate r;
+    r.record(100, 10.0);  // the baseline
+    EXPECT_EQ(r.steps_per_second(), 0.0);
+    r.record(150, 10.2);  // inside the window: no new figure yet
+    EXPECT_EQ(r.steps_per_second(), 0.0);
+    r.record(400, 10.6);
+    EXPECT_NEAR(r.steps_per_second(), 500.0, 1e-9);
+    r.record(420, 11.0);  // the next window starts at 10.6
+    EXPECT_NEAR(r.steps_per_second(), 500.0, 1e-9);
+    r.record(460, 11.1);
+    EXPECT_NEAR(r.steps_per_second(), 120.0, 1e-9);
+    r.record(5, 11.2);  // a reset starts over
+    EXPECT_EQ(r.steps_per_second(), 0.0);
+}
+
 TEST(FrameSteps, KeepsOnlyTheLastFrames) {
     FrameSteps f;
     uint64_t total = 0;

@@ -79,7 +79,7 @@ void save_pending_screenshot(UiState& ui, int fb_width, int fb_height) {
         ui.info("saved " + path);
 }
 
-FrameClock::FrameClock() : start_(Clock::now()), last_frame_(start_) {}
+FrameClock::FrameClock() : start_(Clock::now()), last_frame_(start_), deadline_(start_) {}
 
 double FrameClock::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
@@ -90,8 +90,15 @@ float FrameClock::last_frame_seconds() const {
 void FrameClock::end_frame(UiState& ui) {
     auto since_last = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - last_frame_).count(); };
     if (ui.max_fps > 0) {
-        const double min_ms = 1000.0 / ui.max_fps, spent = since_last();
-        if (spent < min_ms) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(min_ms - spent));
+        // Deadlines a period apart rather than a period after each frame's
+        // end: the sleeps' overshoot then evens out instead of adding up
+        // (60 fps capped that way ran at 57.7). A frame later than a whole
+        // period starts the schedule again, so no burst follows a stall.
+        const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / ui.max_fps));
+        deadline_ += period;
+        const auto now = Clock::now();
+        if (deadline_ < now - period || deadline_ > now + period) deadline_ = now;
+        std::this_thread::sleep_until(deadline_);
     }
     const double ms = since_last();
     last_frame_ = Clock::now();

@@ -53,6 +53,7 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     Clock::time_point start_, last_frame_;
+    Clock::time_point deadline_;  // when the next capped frame may end
     std::vector<double> frame_ms_;
 };
 

@@ -308,7 +308,8 @@ int run_gui(const GuiOptions& o) {
                 (unsigned long long)session.step());
     clock.print_steady_rate();
     if (session.device_steps_per_frame() > 0)
-        std::printf("pacing    %.1f GPU training steps per frame ran (mean of the last %zu frames), cap %d at exit\n",
+        std::printf("pacing    %.1f GPU training steps ran per device render (mean of the last %zu renders), "
+                    "cap %d per paced frame at exit\n",
                     session.device_steps_ran_per_frame(), FrameSteps::kFrames, session.device_steps_per_frame());
     std::fflush(stdout);
     if (app.ui.autosave_on_exit) {

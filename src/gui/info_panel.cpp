@@ -31,11 +31,11 @@ void row(const char* label, const char* fmt, double value) {
 void throughput(const TrainingSession& session, const UiState& ui) {
     const StepStats& s = session.stats();
     row("frame", "%.1f fps", ui.fps);
-    row("steps/s", "%.1f", s.steps_per_second());
+    row("steps/s", "%.1f", session.wall_steps_per_second());
     row("ms / step", "%.2f", s.step_ms());
     if (session.renders_on_device()) {
         // What ran, not the pacing cap: a frame rarely fills its cap.
-        row("GPU steps/frame", "%.1f", session.device_steps_ran_per_frame());
+        row("GPU steps/render", "%.1f", session.device_steps_ran_per_frame());
         if (session.device_steps_per_frame() > 0) {
             ImGui::SameLine();
             ImGui::TextDisabled("(cap %d)", session.device_steps_per_frame());

@@ -41,6 +41,21 @@ void FrameSteps::record(uint64_t total_steps) {
     last_total_ = total_steps;
 }
 
+void WallStepRate::record(uint64_t total_steps, double seconds) {
+    if (!primed_ || total_steps < window_steps_ || seconds < window_start_) {  // the first call, or a reset
+        primed_ = true;
+        window_steps_ = total_steps;
+        window_start_ = seconds;
+        rate_ = 0;
+        return;
+    }
+    const double elapsed = seconds - window_start_;
+    if (elapsed < kWindowSeconds) return;
+    rate_ = (double)(total_steps - window_steps_) / elapsed;
+    window_steps_ = total_steps;
+    window_start_ = seconds;
+}
+
 double FrameSteps::per_frame() const {
     if (n_frames_ == 0) return 0.0;
     uint64_t sum = 0;

@@ -42,6 +42,22 @@ private:
     uint32_t batch_size_ = 0;
 };
 
+// Training steps per second of wall time, the rate a user sees: the panel's
+// per-step split cannot give it, as GPU steps overlap the host and each
+// other. Fed the running step count and the time each frame; the rate is
+// that of the last window of at least kWindowSeconds (0 before the first).
+class WallStepRate {
+public:
+    static constexpr double kWindowSeconds = 0.5;
+    void record(uint64_t total_steps, double seconds);
+    double steps_per_second() const { return rate_; }
+
+private:
+    bool primed_ = false;
+    uint64_t window_steps_ = 0;
+    double window_start_ = 0, rate_ = 0;
+};
+
 // Steps that ran per frame, as a mean over the last kFrames frames. Fed the
 // running step count once per frame; a count that went down (a reset)
 // starts over from it.

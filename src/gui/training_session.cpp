@@ -198,6 +198,7 @@ void TrainingSession::poll() {
         finished.swap(results_);
     }
     for (const StepResult& r : finished) record(r);
+    wall_rate_.record(total_steps_, now_ms() * 1e-3);
 }
 
 void TrainingSession::record(const StepResult& step) {

@@ -155,6 +155,8 @@ public:
     const std::vector<float>& loss_history() const { return loss_history_; }
     const std::vector<ChangeRecord>& changes() const { return changes_; }
     const StepStats& stats() const { return stats_; }
+    // Steps per second of wall time (updated by poll()): what the panel shows as steps/s.
+    double wall_steps_per_second() const { return wall_rate_.steps_per_second(); }
     double forward_flops_per_sample() const { return flops_per_sample_; }
     double train_seconds() const { return train_seconds_; }
     // Bumped whenever the model or data is replaced, so views re-render.
@@ -230,6 +232,7 @@ private:
     double render_floor_ms_ = 1e9;  // fastest render seen: the render alone, no queued steps
     bool unpaced_since_render_ = false;  // skip_device_render() ran since the last render
     FrameSteps device_steps_ran_;   // worker steps counted at each device render
+    WallStepRate wall_rate_;        // fed by poll()
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
     std::unique_ptr<Model<float>> display_model_;  // layout only; params come from the snapshot

