@@ -347,6 +347,24 @@ TEST(ImageIo, RadianceHdrLoadsAsLinearFloat) {
     for (size_t i = 0; i < rgb.size(); ++i) EXPECT_NEAR(loaded.pixels[i], rgb[i], rgb[i] / 64.0f) << i;  // RGBE precision
 }
 
+// Wide enough for run-length encoded scanlines (8 to 32767 pixels); every
+// cut of the file is an error, the whole file loads.
+TEST(ImageIo, RadianceHdrThatEndsEarlyIsAnError) {
+    ScratchDir dir;
+    const int w = 40, h = 6;
+    std::vector<float> rgb((size_t)w * h * 3);
+    for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = (float)((i * 7) % 13) * 0.25f;
+    const std::string path = dir.file("full.hdr");
+    ASSERT_TRUE(stbi_write_hdr(path.c_str(), w, h, 3, rgb.data()));
+    EXPECT_EQ(load_image(path).width, w);
+    const std::vector<uint8_t> bytes = fusedngp::test::read_bytes(path);
+    for (size_t keep : {bytes.size() - 1, bytes.size() - 40, bytes.size() / 2}) {
+        const std::string cut = dir.file("cut" + std::to_string(keep) + ".hdr");
+        fusedngp::test::write_bytes(cut, std::vector<uint8_t>(bytes.begin(), bytes.begin() + (long)keep));
+        expect_input_error([&] { load_image(cut); }, {cut});
+    }
+}
+
 TEST(ImageIo, SharedDatasetImagesLoad) {
     const std::string png = kSharedImages + "/astronaut.png", exr = kSharedImages + "/albert.exr";
     if (!std::filesystem::exists(png) || !std::filesystem::exists(exr)) {
@@ -509,7 +527,8 @@ TEST(AtomicFile, WriterGetsATemporaryPathNextToTheTarget) {
         fusedngp::test::write_text(tmp, "ok");
     });
     EXPECT_EQ(seen, atomic_temp_path(path));
-    EXPECT_EQ(seen.rfind(path + ".tmp.", 0), 0u);
+    EXPECT_EQ(seen.rfind(path + ".fusedngp-tmp.", 0), 0u);
+    EXPECT_TRUE(is_atomic_temp_name(std::filesystem::path(seen).filename().string()));
     EXPECT_EQ(dir.entries(), std::vector<std::string>{"x.txt"});
 }
 

@@ -319,5 +319,5 @@ TEST(NerfPersistCli, CameraPathToMp4PipesRawFramesToFfmpegAndWritesAtomically) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("ffmpeg failed"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(dir / "v.mp4"));
-    for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+    for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().string().find(".fusedngp-tmp."), std::string::npos) << e.path();
 }

@@ -57,6 +57,17 @@ void render_nerf(const RenderOptions& o, const SafetensorsContents& contents) {
     render_nerf_model(r, contents);
 }
 
+// The largest side we render: 16384^2 RGBA floats are 4 GiB already.
+constexpr int kMaxRenderSide = 16384;
+
+void check_render_size(long long width, long long height) {
+    if (width > kMaxRenderSide || height > kMaxRenderSide) {
+        throw InputError("--width and --height: the image would be " + std::to_string(width) + "x" +
+                         std::to_string(height) + " pixels; each side must be at most " +
+                         std::to_string(kMaxRenderSide));
+    }
+}
+
 std::string lower_extension(const std::string& path) {
     std::string ext = std::filesystem::path(path).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return (char)std::tolower(c); });
@@ -87,6 +98,7 @@ void run_render(const RenderOptions& o) {
     std::string ext = lower_extension(o.out);
     if (one_image && ext != ".png" && ext != ".exr") throw InputError(o.out + ": output must end in .png or .exr");
     if (o.width < 0 || o.height < 0) throw InputError("--width and --height must be positive");
+    check_render_size(o.width, o.height);
     const SafetensorsContents contents = read_safetensors(o.input);
     if (is_nerf_model_file(contents)) return render_nerf(o, contents);
     if (!one_image || !o.background.empty())
@@ -94,11 +106,14 @@ void run_render(const RenderOptions& o) {
     TrainedModel t = open_trained_model(contents, o.input);
     if (t.desc.mode == "sdf") return render_sdf_model_file(o, t);
     if (t.desc.mode != "image") throw InputError(o.input + ": rendering mode \"" + t.desc.mode + "\" is not supported yet");
+    if (!o.camera.empty() || !o.camera_file.empty())
+        throw InputError(o.input + ": an image model has no camera; --camera and --camera-file are for SDF and NeRF models");
     Image shape = blank_image_from_info(t.desc.mode_info, o.input);
     int w = o.width ? o.width : shape.width;
     int h = o.height ? o.height : shape.height;
-    if (o.width && !o.height) h = std::max(1, (int)((double)shape.height * w / shape.width + 0.5));
-    if (o.height && !o.width) w = std::max(1, (int)((double)shape.width * h / shape.height + 0.5));
+    if (o.width && !o.height) h = std::max(1, (int)std::min(1e9, (double)shape.height * w / shape.width + 0.5));
+    if (o.height && !o.width) w = std::max(1, (int)std::min(1e9, (double)shape.width * h / shape.height + 0.5));
+    check_render_size(w, h);
     prepare_output_file(o.out);
     const Model<float>& model = *t.model;
     const float* params = t.inference_params.data();

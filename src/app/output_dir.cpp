@@ -32,8 +32,12 @@ void prepare_output_dir(const std::string& dir) {
         throw InputError(dir + ": cannot create output directory (" +
                          (ec ? ec.message() : std::string("a file with that name exists")) + ")");
     }
-    // Probe: a real write through the same atomic path the outputs use.
-    std::string probe = (fs::path(dir) / (".fusedngp_write_test." + std::to_string(getpid()))).string();
+    // Temporary files of earlier runs killed mid-write (ours only, see atomic_file.h).
+    remove_stale_temp_files(dir);
+    // Probe: a real write through the same atomic path the outputs use. Its
+    // name has the temporary files' form, so a run killed between the write
+    // and the removal leaves nothing the next run does not clean up.
+    std::string probe = atomic_temp_path((fs::path(dir) / ".fusedngp_write_test").string());
     try {
         write_file_atomically(probe, "probe", 5);
     } catch (const InputError& e) {

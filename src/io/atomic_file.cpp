@@ -3,9 +3,14 @@
 #include "core/errors.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
+#include <filesystem>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -31,6 +36,37 @@ bool fsync_path(const std::string& path, int flags) {
     return ok;
 }
 
+constexpr const char* kTempMarker = ".fusedngp-tmp.";
+
+// When this process started (wall clock), taken during static initialisation.
+const timespec kProcessStart = [] {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}();
+
+bool older_than_process(const struct stat& info) {
+    const timespec& m = info.st_mtim;
+    return m.tv_sec < kProcessStart.tv_sec || (m.tv_sec == kProcessStart.tv_sec && m.tv_nsec < kProcessStart.tv_nsec);
+}
+
+// The process id in a temporary file's name; 0 if the name has not our form.
+long long temp_name_pid(const std::string& name) {
+    const size_t at = name.rfind(kTempMarker);
+    if (at == std::string::npos || at == 0) return 0;
+    const std::string digits = name.substr(at + std::strlen(kTempMarker));
+    if (digits.empty() || digits.size() > 10) return 0;
+    for (char c : digits)
+        if (c < '0' || c > '9') return 0;
+    return std::atoll(digits.c_str());
+}
+
+bool process_is_running(long long pid) {
+    if (pid <= 0 || pid > 0x7fffffffLL) return false;
+    // EPERM: it exists but belongs to someone else.
+    return ::kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
 std::string parent_directory(const std::string& path) {
     size_t slash = path.find_last_of('/');
     if (slash == std::string::npos) return ".";
@@ -41,7 +77,26 @@ std::string parent_directory(const std::string& path) {
 } // namespace
 
 std::string atomic_temp_path(const std::string& path) {
-    return path + ".tmp." + std::to_string((long long)::getpid());
+    return path + kTempMarker + std::to_string((long long)::getpid());
+}
+
+bool is_atomic_temp_name(const std::string& file_name) { return temp_name_pid(file_name) > 0; }
+
+size_t remove_stale_temp_files(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::directory_iterator it(dir.empty() ? "." : dir, ec);
+    size_t removed = 0;
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        const long long pid = temp_name_pid(name);
+        if (pid <= 0 || pid == (long long)::getpid() || process_is_running(pid)) continue;
+        struct stat info {};
+        const std::string path = it->path().string();
+        if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || !older_than_process(info)) continue;
+        if (std::remove(path.c_str()) == 0) ++removed;
+    }
+    return removed;
 }
 
 void write_file_atomically(const std::string& path,

@@ -20,6 +20,10 @@ namespace {
 std::string take_error(const char* err, int code) {
     std::string text = err ? err : ("tinyexr error code " + std::to_string(code));
     if (err) FreeEXRErrorMessage(err);
+    // Its messages end in a newline (some hold several lines): ours are one line.
+    for (char& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+    while (!text.empty() && (text.back() == ' ' || text.back() == '.')) text.pop_back();
     return text;
 }
 

@@ -40,18 +40,78 @@ Image to_image(const Sample* samples, int width, int height, int channels, float
     return image;
 }
 
+// What stb's Radiance reader would trip over in a file whose header it
+// accepted: data that ends early (stb reads zeros past the end) or a run of
+// length zero (stb loops forever on it). Walks the scanlines the way stb
+// decodes them; "" when the pixel data is complete. Errors stb reports itself
+// (a scanline length that is not the width, runs past the line) pass.
+std::string radiance_data_problem(const std::vector<uint8_t>& bytes, size_t width, size_t height) {
+    const uint8_t* b = bytes.data();
+    const size_t size = bytes.size();
+    // The header ends at its first empty line; the resolution line follows.
+    size_t pos = 0;
+    while (pos + 1 < size && !(b[pos] == '\n' && b[pos + 1] == '\n')) ++pos;
+    pos += 2;
+    while (pos < size && b[pos] != '\n') ++pos;
+    ++pos;
+    if (pos > size) return "the header ends without pixel data";
+    const std::string cut = "the pixel data ends early (" + std::to_string(size - pos) + " bytes for " +
+                            std::to_string(width) + "x" + std::to_string(height) + " pixels)";
+    auto flat_from = [&](size_t at) { return (size - at) / 4 / width < height ? cut : std::string(); };
+    if (width < 8 || width >= 32768) return flat_from(pos);
+    for (size_t row = 0; row < height; ++row) {
+        if (pos + 4 > size) return cut;
+        if (b[pos] != 2 || b[pos + 1] != 2 || (b[pos + 2] & 0x80)) return flat_from(pos);  // stb: all flat from here
+        if ((((size_t)b[pos + 2] << 8) | b[pos + 3]) != width) return "";
+        pos += 4;
+        for (int channel = 0; channel < 4; ++channel) {
+            for (size_t i = 0; i < width;) {
+                if (pos >= size) return cut;
+                size_t count = b[pos++];
+                if (count > 128) {
+                    count -= 128;
+                    if (pos >= size) return cut;
+                    ++pos;
+                } else {
+                    if (count == 0) return "a run of length zero in row " + std::to_string(row);
+                    if (count <= width - i && pos + count > size) return cut;
+                    pos += count;
+                }
+                if (count > width - i) return "";
+                i += count;
+            }
+        }
+    }
+    return "";
+}
+
 Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path) {
     if (bytes.size() > (size_t)INT_MAX) fail_load(path, "file too large for stb_image (over 2 GiB)");
     const stbi_uc* data = bytes.data();
     const int size = (int)bytes.size();
     int width = 0, height = 0, channels = 0;
     if (!stbi_info_from_memory(data, size, &width, &height, &channels)) {
+        // stb says "unknown image type" for a PNG whose size it refuses; say the size.
+        static const uint8_t kPngStart[16] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
+        if (bytes.size() >= 24 && std::equal(kPngStart, kPngStart + 16, bytes.begin())) {
+            auto be32 = [&](size_t at) {
+                return ((uint32_t)bytes[at] << 24) | ((uint32_t)bytes[at + 1] << 16) | ((uint32_t)bytes[at + 2] << 8) |
+                       bytes[at + 3];
+            };
+            const uint32_t w = be32(16), h = be32(20);
+            if (w == 0 || h == 0 || (uint64_t)w * h > (1u << 28)) {
+                fail_load(path, "the PNG header claims " + std::to_string(w) + "x" + std::to_string(h) +
+                                    " pixels (" + (w == 0 || h == 0 ? "no pixels" : "too large to decode") + ")");
+            }
+        }
         fail_load(path, "not a supported image or corrupt header (" + stb_reason() + ")");
     }
     // stb rejects most empty images itself; this also covers formats it lets through.
     check_image_dimensions(width, height, channels, path);
 
     if (stbi_is_hdr_from_memory(data, size)) {
+        const std::string problem = radiance_data_problem(bytes, (size_t)width, (size_t)height);
+        if (!problem.empty()) fail_load(path, "corrupt or truncated Radiance HDR: " + problem);
         std::unique_ptr<float, StbFree> pixels(stbi_loadf_from_memory(data, size, &width, &height, &channels, 0));
         if (!pixels) fail_load(path, "corrupt or truncated image (" + stb_reason() + ")");
         return to_image(pixels.get(), width, height, channels, 1.0f, ColorSpace::Linear, path);

@@ -15,6 +15,9 @@ const std::vector<std::string>& mlp_otypes() {
     return otypes;
 }
 
+constexpr int64_t kMaxHiddenLayers = 1024;
+constexpr double kMaxNetworkWeights = 2147483648.0;  // 2^31
+
 } // namespace
 
 template <typename T>
@@ -25,8 +28,18 @@ std::unique_ptr<Network<T>> create_network(uint32_t n_input_dims, uint32_t n_out
     if (n_output_dims == 0) throw ConfigError(path, "the network's output width is 0");
 
     const uint32_t n_neurons = get_size(config, path, "n_neurons", 64);
-    const auto n_hidden_layers = (uint32_t)get_int(config, path, "n_hidden_layers", 2, 0,
-                                                   std::numeric_limits<uint32_t>::max());
+    const auto n_hidden_layers = (uint32_t)get_int(config, path, "n_hidden_layers", 2, 0, kMaxHiddenLayers);
+    // A bound on the weights, so a mistyped width is a config error rather
+    // than an allocation failure.
+    const double n_weights = n_hidden_layers == 0
+                                 ? (double)n_input_dims * n_output_dims
+                                 : (double)n_neurons * (n_input_dims + (n_hidden_layers - 1.0) * n_neurons + n_output_dims);
+    if (n_weights > kMaxNetworkWeights) {
+        throw ConfigError(join_path(path, "n_neurons"),
+                          std::to_string(n_neurons) + " neurons x " + std::to_string(n_hidden_layers) +
+                              " hidden layers make " + std::to_string((long long)n_weights) +
+                              " weights, more than the limit 2^31");
+    }
     const Activation activation =
         parse_activation(get_string(config, path, "activation", "ReLU"), join_path(path, "activation"));
     const Activation output_activation =
