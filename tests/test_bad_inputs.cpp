@@ -325,7 +325,7 @@ std::vector<Case> cases() {
     add("set_unknown_key", "set", "--set of a key that cannot change", nothing(), kGui + "--set network.colour=1@5",
         "out.png", {"--set", "network.colour"});
     add("set_bad_value", "set", "--set n_neurons to a word", nothing(), kGui + "--set network.n_neurons=many@5",
-        "out.png", {"network.n_neurons", "many"});
+        "out.png", {"--set", "network.n_neurons", "many"});
 #endif
 
     // ---- safetensors (render and export read them)

@@ -204,26 +204,42 @@ uint64_t run_loop(App& app, ImGuiLayer& layer, const Automation& automation, flo
 
 } // namespace
 
+namespace {
+
+// One --set change applied to `current`, checked as the app will apply it.
+void validate_scheduled_change(json& current, uint32_t n_input_dims, uint32_t n_output_dims, const ScheduledChange& s) {
+    const json& v = s.change.value;
+    switch (change_effect(s.change.key)) {
+    case ChangeEffect::BatchSize:
+        if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 22))
+            throw ConfigError("batch_size", "must be an integer in [1, 4194304], got " + v.dump());
+        break;
+    case ChangeEffect::LearningRate:
+        if (!v.is_number() || !(v.get<double>() > 0))
+            throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + v.dump());
+        break;
+    case ChangeEffect::Rebuild:
+        apply_config_change(current, s.change);
+        Model<float>(n_input_dims, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
+        break;
+    }
+}
+
+} // namespace
+
 void validate_scheduled_changes(const json& config, uint32_t n_input_dims, uint32_t n_output_dims,
                                 const std::vector<ScheduledChange>& changes) {
     std::vector<ScheduledChange> ordered = changes;
     std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.frame < b.frame; });
     json current = config;
     for (const auto& s : ordered) {
-        const json& v = s.change.value;
-        switch (change_effect(s.change.key)) {
-        case ChangeEffect::BatchSize:
-            if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 22))
-                throw ConfigError("batch_size", "must be an integer in [1, 4194304], got " + v.dump());
-            break;
-        case ChangeEffect::LearningRate:
-            if (!v.is_number() || !(v.get<double>() > 0))
-                throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + v.dump());
-            break;
-        case ChangeEffect::Rebuild:
-            apply_config_change(current, s.change);
-            Model<float>(n_input_dims, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
-            break;
+        try {
+            validate_scheduled_change(current, n_input_dims, n_output_dims, s);
+        } catch (const ConfigError& e) {
+            // Name the option as the user typed it: the field alone reads like a config file's error.
+            const json& v = s.change.value;
+            const std::string typed = v.is_string() ? v.get<std::string>() : v.dump();
+            throw ConfigError("", "--set " + s.change.key + "=" + typed + "@" + std::to_string(s.frame) + ": " + e.what());
         }
     }
 }
