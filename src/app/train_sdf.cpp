@@ -48,7 +48,7 @@ MeshResult extract_and_compare(Backend& backend, const SdfTrainingData& data, ui
     r.extracted = true;
     r.triangles = mesh.triangles.size();
     if (!mesh.triangles.empty()) {
-        GroundTruthSdf extracted_truth(mesh, data.truth().sign_rays());
+        GroundTruthSdf extracted_truth(mesh, data.truth().sign_rays(), PseudoNormals::Skip);  // Chamfer needs distances only
         r.chamfer = mesh_chamfer(data.scene().mesh, data.truth(), mesh, extracted_truth, 1u << 20, 11);
     }
     apply_transform(mesh, data.scene().transform, false);

@@ -38,16 +38,20 @@ uint32_t checked_sign_rays(uint32_t n_rays, const char* what) {
     return n_rays;
 }
 
-std::shared_ptr<const TriangleBvh> bvh_with_pseudo_normals(const TriangleMesh& mesh, std::string& why_not) {
+std::shared_ptr<const TriangleBvh> build_bvh(const TriangleMesh& mesh, PseudoNormals pseudo_normals,
+                                             std::string& why_not) {
     auto bvh = std::make_shared<TriangleBvh>(build_triangle_bvh(mesh));
-    attach_pseudo_normals(mesh, *bvh, &why_not);
+    if (pseudo_normals == PseudoNormals::Build)
+        attach_pseudo_normals(mesh, *bvh, &why_not);
+    else
+        why_not = "pseudo-normals were not computed for this mesh";
     return bvh;
 }
 } // namespace
 
-GroundTruthSdf::GroundTruthSdf(const TriangleMesh& mesh, uint32_t sign_rays)
+GroundTruthSdf::GroundTruthSdf(const TriangleMesh& mesh, uint32_t sign_rays, PseudoNormals pseudo_normals)
     : sign_rays_(checked_sign_rays(sign_rays, "GroundTruthSdf")),
-      bvh_(bvh_with_pseudo_normals(mesh, no_pseudo_normals_reason_)) {}
+      bvh_(build_bvh(mesh, pseudo_normals, no_pseudo_normals_reason_)) {}
 
 float GroundTruthSdf::signed_distance(Vec3 p) const { return fusedngp::signed_distance(host_view(*bvh_), p, sign_rays_); }
 

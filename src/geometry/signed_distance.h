@@ -18,12 +18,18 @@
 
 namespace fusedngp {
 
+// Whether a GroundTruthSdf computes pseudo-normals (SignMethod::PseudoNormal):
+// a pass over the whole mesh that distance-only users (Chamfer on an
+// extracted mesh of millions of triangles) and vote-only users skip.
+enum class PseudoNormals { Build, Skip };
+
 class GroundTruthSdf {
 public:
     // `mesh` in the coordinates the queries use (the SDF mode passes the
     // mesh mapped into the unit cube). sign_rays: odd, 1..kMaxSignRays;
     // InputError otherwise, or for a mesh without triangles.
-    explicit GroundTruthSdf(const TriangleMesh& mesh, uint32_t sign_rays = kDefaultSignRays);
+    explicit GroundTruthSdf(const TriangleMesh& mesh, uint32_t sign_rays = kDefaultSignRays,
+                            PseudoNormals pseudo_normals = PseudoNormals::Build);
 
     float signed_distance(Vec3 p) const;
 

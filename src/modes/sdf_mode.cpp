@@ -32,7 +32,8 @@ SdfScene load_sdf_scene(const std::string& path, std::vector<std::string>* warni
 
 SdfTrainingData::SdfTrainingData(SdfScene scene, const SdfSamplingSettings& sampling, uint32_t sign_rays)
     : scene_(std::move(scene)), sampling_(sampling),
-      truth_(std::make_unique<GroundTruthSdf>(scene_.mesh, sign_rays)),
+      truth_(std::make_unique<GroundTruthSdf>(
+          scene_.mesh, sign_rays, sampling_.target_sign == "ray_vote" ? PseudoNormals::Skip : PseudoNormals::Build)),
       surface_(std::make_unique<SurfaceSampler>(scene_.mesh)) {
     sampling_.validate();
     if (sampling_.target_sign == "pseudo_normal" && !truth_->has_pseudo_normals()) {
