@@ -34,9 +34,10 @@ struct SdfSamplingSettings {
     float surface_offset_small = 0.8660254f / 1024.f;  // unit-cube lengths
     float surface_offset_large = 1.f / 128.f;
     // How the targets' signs are decided: "ray_vote" (the metrics' ground
-    // truth: survives holes and overlapping shells), "pseudo_normal" (exact
-    // on closed, consistently oriented meshes without self-intersections, and
-    // several times cheaper: SignMethod in geometry/bvh_queries.h) or "auto"
+    // truth: survives holes and overlapping shells), "pseudo_normal" (closed,
+    // consistently oriented meshes: the closest feature's pseudo-normal,
+    // checked by one ray, the vote where they disagree; 2 BVH traversals a
+    // point instead of 8: SignMethod in geometry/bvh_queries.h) or "auto"
     // (pseudo_normal where the mesh is closed and consistently oriented).
     std::string target_sign = "auto";
 
