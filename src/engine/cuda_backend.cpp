@@ -171,7 +171,9 @@ std::string cuda_device_description() {
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
     : config_(config), seed_(seed), scaling_(scaling),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
-      image_data_(dynamic_cast<const ImageTrainingData*>(&data)), host_rng_(derive_seed(seed, 3)), fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
+      image_data_(dynamic_cast<const ImageTrainingData*>(&data)), host_rng_(derive_seed(seed, 3)),
+      display_(host_model_, encoding_options(image_data_)),
+      fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
       fused_update_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_UPDATE")) {
     if (!cuda_device_available()) {
         throw InputError("the cuda backend needs a CUDA device: " + cuda_device_description() + "; use --backend cpu");
@@ -231,6 +233,10 @@ CudaBackend::~CudaBackend() {
         if (e) cudaEventDestroy(e);
     }
     if (join_event_) cudaEventDestroy(join_event_);
+    if (display_stream_) {
+        cudaStreamSynchronize(display_stream_);
+        cudaStreamDestroy(display_stream_);
+    }
     if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -680,6 +686,43 @@ void CudaBackend::render_rgba(float* d_rgba, uint32_t width, uint32_t height) {
         FUSEDNGP_GPU_CHECK(cudaGetLastError());
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
     });
+}
+
+void CudaBackend::publish_display() {
+    translating_out_of_memory([&] { display_.publish(optimizer_->inference_params(params_.data()), stream_); });
+}
+
+cudaStream_t CudaBackend::display_stream() {
+    if (!display_stream_) {
+        int least = 0, greatest = 0;
+        FUSEDNGP_GPU_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        FUSEDNGP_GPU_CHECK(cudaStreamCreateWithPriority(&display_stream_, cudaStreamNonBlocking, greatest));
+    }
+    return display_stream_;
+}
+
+bool CudaBackend::render_rgba_beside_training(float* d_rgba, uint32_t width, uint32_t height) {
+    const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
+    if (n_in != 2) throw InputError("render_rgba: the model takes " + std::to_string(n_in) + " inputs, not 2 (image mode)");
+    const size_t n_pixels = (size_t)width * height;
+    DisplayCopies::Lease model = display_.lease();
+    if (!model) return false;
+    const cudaStream_t stream = display_stream();
+    const uint32_t chunk = (uint32_t)std::min<size_t>(n_pixels, kInferenceChunk);
+    translating_out_of_memory([&] {
+        // The UI thread's own buffers (render_rgba's): the worker never touches them.
+        render_in_.resize((size_t)kInferenceChunk * n_in);
+        render_out_.resize((size_t)kInferenceChunk * n_out);
+        for (size_t first = 0; first < n_pixels; first += chunk) {
+            const uint32_t n = (uint32_t)std::min<size_t>(chunk, n_pixels - first);
+            gpu::launch_pixel_centres(width, height, first, n, render_in_.data(), stream);
+            model.inference(render_in_.data(), n, render_out_.data(), stream);
+            gpu::launch_to_rgba(render_out_.data(), n_out, n, d_rgba + first * 4, stream);
+        }
+        FUSEDNGP_GPU_CHECK(cudaGetLastError());
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    });
+    return true;
 }
 
 void CudaBackend::begin_device_inference() {

@@ -7,6 +7,7 @@
 #include "backends/backend.h"
 #include "engine/cuda_backend_kernels.h"
 #include "engine/device_sampler.h"
+#include "engine/display_copies.h"
 #include "gpu/components/device_buffer.h"
 #include "gpu/components/gpu_encoding.h"
 #include "gpu/components/gpu_loss.h"
@@ -155,6 +156,22 @@ public:
     void end_device_inference();
     cudaStream_t stream() const { return stream_; }
 
+    // The app's view beside training (display_copies.h). publish_display():
+    // from the thread that steps, between steps: enqueues a copy of the
+    // inference parameters (the EMA average) on the training stream.
+    // display_lease(): from the UI thread, concurrently with training: the
+    // newest finished copy, for a renderer on its own stream; empty before
+    // the first publish has run on the GPU.
+    // display_stream(): a high-priority stream for such renders (created at
+    // the first call), so a frame's launches go ahead of queued training work.
+    void publish_display();
+    DisplayCopies::Lease display_lease() { return display_.lease(); }
+    cudaStream_t display_stream();
+    // render_rgba beside training: from the newest display copy on
+    // display_stream(), synchronised before return. False (nothing written)
+    // before the first copy is ready.
+    bool render_rgba_beside_training(float* d_rgba, uint32_t width, uint32_t height);
+
 private:
     static constexpr int kInFlight = 4;  // steps the host may run ahead of the GPU
 
@@ -217,6 +234,8 @@ private:
     bool in_device_inference_ = false;
     cudaEvent_t join_event_ = nullptr;  // orders inference_device against the caller's stream
     std::unique_ptr<DeviceSampler> device_sampler_;  // device-side batches (SDF), null: host or image sampling
+    DisplayCopies display_;                          // after host_model_, whose layout it reads
+    cudaStream_t display_stream_ = nullptr;
 
     // Skips the optimizer update on overflow (see exact_skip()).
     cudaGraph_t update_graph_ = nullptr;

@@ -60,13 +60,15 @@ bool PredictionRenderer::render_on_device(TrainingSession& session, DisplayTextu
     target.resize(width_, height_);
     float* rgba = static_cast<float*>(target.map_for_cuda());
     if (!rgba) return false;
+    bool drawn = false;
     try {
-        session.render_to_device(rgba, width_, height_);
+        drawn = session.render_to_device(rgba, width_, height_);
     } catch (...) {
         target.unmap();
         throw;
     }
     target.unmap();
+    if (!drawn) return true;  // no display copy yet: the last picture one frame longer
     target.commit_pbo();
     next_row_ = 0;
     ++passes_;

@@ -2,6 +2,7 @@
 
 #ifdef FUSEDNGP_HAVE_CUDA
 #include "engine/cuda_backend.h"
+#include "gpu/cuda_check.h"
 #include "gpu/geometry/marching_cubes_device.h"
 #include "gpu/render/sdf_render_device.h"
 
@@ -35,22 +36,30 @@ gpu::DeviceSdfFn model_field(CudaBackend& cuda) {
     };
 }
 
+// One renderer keeps its ray buffers between frames; the UI thread is the
+// only caller. Never freed: at exit the CUDA runtime may already be gone.
+gpu::DeviceSdfRenderer& view_renderer() {
+    static auto* renderer = new gpu::DeviceSdfRenderer();
+    return *renderer;
+}
+
 } // namespace
 
-bool render_sdf_on_device(Backend& backend, const Camera& camera, SdfRenderMode mode,
-                          const SphereTraceSettings& settings, float* d_rgba, double& render_ms) {
+DeviceRenderResult render_sdf_beside_training(Backend& backend, const Camera& camera, SdfRenderMode mode,
+                                              const SphereTraceSettings& settings, float* d_rgba, double& render_ms) {
     auto* cuda = dynamic_cast<CudaBackend*>(&backend);
-    if (!cuda) return false;
-    cudaStreamSynchronize(cuda->stream());  // the queued steps first: the session's pacing counts them
+    if (!cuda) return DeviceRenderResult::Unavailable;
     const auto start = std::chrono::steady_clock::now();
-    // One renderer keeps its ray buffers between frames; the UI thread is the
-    // only caller. Never freed: at exit the CUDA runtime may already be gone.
-    static auto* renderer = new gpu::DeviceSdfRenderer();
-    InferenceBracket bracket(*cuda);
-    renderer->render(camera, model_field(*cuda), mode, settings, d_rgba, cuda->stream());
-    cudaStreamSynchronize(cuda->stream());  // GL reads the PBO once it is unmapped
+    DisplayCopies::Lease model = cuda->display_lease();
+    if (!model) return DeviceRenderResult::NotReady;
+    const cudaStream_t stream = cuda->display_stream();
+    auto field = [&model](const float* d_points, uint32_t n, float* d_values, cudaStream_t s) {
+        model.inference(d_points, n, d_values, s);
+    };
+    view_renderer().render(camera, field, mode, settings, d_rgba, stream);
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));  // GL reads the PBO once it is unmapped
     render_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return true;
+    return DeviceRenderResult::Drawn;
 }
 
 bool extract_isosurface_on_device(Backend& backend, const IsosurfaceSettings& settings, TriangleMesh& mesh) {
@@ -63,8 +72,9 @@ bool extract_isosurface_on_device(Backend& backend, const IsosurfaceSettings& se
 
 #else
 
-bool render_sdf_on_device(Backend&, const Camera&, SdfRenderMode, const SphereTraceSettings&, float*, double&) {
-    return false;
+DeviceRenderResult render_sdf_beside_training(Backend&, const Camera&, SdfRenderMode, const SphereTraceSettings&,
+                                              float*, double&) {
+    return DeviceRenderResult::Unavailable;
 }
 bool extract_isosurface_on_device(Backend&, const IsosurfaceSettings&, TriangleMesh&) { return false; }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace fusedngp {
 
@@ -22,6 +23,10 @@ using Clock = std::chrono::steady_clock;
 // frame; the rest of the GPU's time goes to training steps.
 constexpr double kHostBudgetMs = 10.0;
 constexpr double kDeviceBudgetMs = 3.0;
+double device_budget_ms() {
+    const char* v = std::getenv("FUSEDNGP_VIEW_BUDGET_MS");
+    return v ? std::atof(v) : kDeviceBudgetMs;
+}
 // A resting camera: after this many unchanged frames the view renders at the
 // larger size whose pass spans kRestingPassFrames frames (host) or one (device).
 constexpr uint64_t kSettleFrames = 4;
@@ -40,7 +45,7 @@ SdfBatchFn display_field(TrainingSession& session) {
 } // namespace
 
 SdfView::SdfView(SdfSceneInfo scene)
-    : scene_(std::move(scene)), camera_(scene_.bounds), host_budget_(kHostBudgetMs), device_budget_(kDeviceBudgetMs) {
+    : scene_(std::move(scene)), camera_(scene_.bounds), host_budget_(kHostBudgetMs), device_budget_(device_budget_ms()) {
     settings.background = kBackground;
     if (scene_.truth) iou_probe_ = std::make_unique<SdfIouProbe>(scene_.truth);
 }
@@ -76,37 +81,39 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
             return;
         }
         const RenderSize size = device_budget_.size(view_w, view_h, resting ? kDeviceRestingFrames : 1);
-        if (render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height))) {
+        const DeviceRenderResult result =
+            render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height));
+        if (result == DeviceRenderResult::Drawn) {
             shown_resting_ = resting;
             last_device_render_ = Clock::now();
-            return;
         }
+        if (result != DeviceRenderResult::Unavailable) return;  // NotReady: the last picture a frame longer
         on_device_ = false;
     }
     shown_resting_ = false;
     render_on_host(session, view_w, view_h);
 }
 
-bool SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
+DeviceRenderResult SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
     const int w = (int)camera.intrinsics.width, h = (int)camera.intrinsics.height;
     picture_.front().resize(w, h);
     float* rgba = static_cast<float*>(picture_.front().map_for_cuda());
-    if (!rgba) return false;
-    bool drawn = false;
+    if (!rgba) return DeviceRenderResult::Unavailable;
+    DeviceRenderResult result = DeviceRenderResult::Unavailable;
     double ms = 0;
     try {
-        session.render_on_device(
-            [&](Backend& backend) { drawn = render_sdf_on_device(backend, camera, mode, settings, rgba, ms); });
+        session.render_beside_training(
+            [&](Backend& backend) { result = render_sdf_beside_training(backend, camera, mode, settings, rgba, ms); });
     } catch (...) {
         picture_.front().unmap();
         throw;
     }
     picture_.front().unmap();
-    if (!drawn) return false;
+    if (result != DeviceRenderResult::Drawn) return result;
     picture_.front().commit_pbo();
     device_budget_.record((uint64_t)w * (uint64_t)h, ms);
     picture_.set_shown_size({w, h});
-    return true;
+    return result;
 }
 
 void SdfView::render_on_host(TrainingSession& session, int view_w, int view_h) {

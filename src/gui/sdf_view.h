@@ -2,8 +2,9 @@
 // interactive camera (render/camera_controller.h, the unit NeRF reuses).
 //
 // CUDA backend: gpu::DeviceSdfRenderer writes the whole frame into the
-// display texture's mapped PBO (CUDA–GL interop, as the image mode does),
-// between two training steps (the session paces its GPU steps around it).
+// display texture's mapped PBO (CUDA–GL interop, as the image mode does)
+// from the backend's display copy, on a stream of its own while training
+// goes on (TrainingSession::render_beside_training).
 // CPU backend: render_sdf through the session's display parameter snapshot,
 // a band of rows at a time under a per-frame time budget, into a back
 // texture shown once its pass is complete. Both paths pick the render size
@@ -13,6 +14,7 @@
 // showing the last one while training runs unpaced.
 #pragma once
 
+#include "gui/sdf_device_render.h"
 #include "gui/sdf_iou_probe.h"
 #include "gui/sdf_setup.h"
 #include "gui/view_3d.h"
@@ -60,7 +62,7 @@ public:
     char mesh_path[1024] = "fusedngp_mesh.ply";
 
 private:
-    bool render_on_device(TrainingSession& session, const Camera& camera);
+    DeviceRenderResult render_on_device(TrainingSession& session, const Camera& camera);
     void render_on_host(TrainingSession& session, int view_width, int view_height);
     bool camera_moving() const;
 

@@ -104,19 +104,23 @@ void TrainingSession::stop_worker() {
 void TrainingSession::worker_loop() {
     lower_this_thread_priority();
     std::unique_lock<std::mutex> lock(step_mutex_);
-    auto has_work = [&] {
-        return pause_requests_ == 0 && (requested_steps_ > 0 || (running && !lockstep_ && device_step_quota_ != 0));
-    };
+    auto wants_step = [&] { return requested_steps_ > 0 || (running && !lockstep_ && device_step_quota_ != 0); };
+    auto has_work = [&] { return pause_requests_ == 0 && (wants_step() || display_copy_wanted_); };
     while (!stop_) {
         // Waiting releases the lock: this is where a paused UI thread gets in.
         worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || has_work(); });
         if (stop_ || !has_work()) continue;
-        if (requested_steps_ > 0) {
+        const bool step = wants_step();
+        if (step && requested_steps_ > 0) {
             --requested_steps_;
-        } else if (device_step_quota_ > 0) {
+        } else if (step && device_step_quota_ > 0) {
             --device_step_quota_;  // under step_mutex_, like the render that refills it
         }
         try {
+            if (!step) {
+                publish_display_copy();  // training paused: the view still gets the model
+                continue;
+            }
             run_step();
         } catch (const std::exception& e) {
             // A failing step (e.g. out of GPU memory after a batch change) pauses
@@ -176,6 +180,7 @@ void TrainingSession::run_step() {
     const uint32_t batch = batch_size_;
     float loss = backend_->train_step(batch);
     StepResult result{loss, ms_since(start), backend_->last_timings(), batch};
+    publish_display_copy();
     if (threaded_) {
         if (!renders_on_device() && now_ms() - last_publish_ms_ >= kPublishMs) publish_display_params();
         std::lock_guard<std::mutex> lock(results_mutex_);
@@ -184,6 +189,13 @@ void TrainingSession::run_step() {
         record(result);
         if (!renders_on_device()) publish_display_params();
     }
+}
+
+void TrainingSession::publish_display_copy() {
+#ifdef FUSEDNGP_HAVE_CUDA
+    if (!display_copy_wanted_.exchange(false)) return;
+    if (auto* cuda = dynamic_cast<CudaBackend*>(backend_.get())) cuda->publish_display();
+#endif
 }
 
 std::string TrainingSession::take_worker_error() {
@@ -265,13 +277,16 @@ bool TrainingSession::renders_on_device() const {
 #endif
 }
 
-void TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_unused]] int width,
+bool TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_unused]] int width,
                                        [[maybe_unused]] int height) {
+    bool drawn = false;
 #ifdef FUSEDNGP_HAVE_CUDA
-    render_on_device([&](Backend& backend) {
-        if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) cuda->render_rgba(d_rgba, (uint32_t)width, (uint32_t)height);
+    render_beside_training([&](Backend& backend) {
+        if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
+            drawn = cuda->render_rgba_beside_training(d_rgba, (uint32_t)width, (uint32_t)height);
     });
 #endif
+    return drawn;
 }
 
 void TrainingSession::render_on_device(const std::function<void(Backend&)>& render) {
@@ -290,6 +305,20 @@ void TrainingSession::render_on_device(const std::function<void(Backend&)>& rend
         }
         unpaced_since_render_ = false;
     }
+    worker_wake_.notify_all();
+}
+
+void TrainingSession::render_beside_training(const std::function<void(Backend&)>& render) {
+    if (!renders_on_device()) return;
+    if (!threaded_) {
+        display_copy_wanted_ = true;
+        publish_display_copy();  // this thread steps: the copy is ordered after its steps
+    }
+    render(*backend_);
+    device_steps_ran_.record(total_steps_);
+    device_step_quota_ = -1;  // the render no longer waits for queued steps: nothing to pace
+    unpaced_since_render_ = true;
+    display_copy_wanted_ = true;
     worker_wake_.notify_all();
 }
 

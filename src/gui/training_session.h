@@ -91,12 +91,20 @@ public:
     // memory (render_to_device), false on the CPU backend.
     bool renders_on_device() const;
     // The model at every pixel centre of width x height, RGBA float4 per
-    // pixel into device memory (a mapped PBO). Only when renders_on_device().
-    void render_to_device(float* d_rgba, int width, int height);
+    // pixel into device memory (a mapped PBO), beside training (see
+    // render_beside_training). False (nothing written) until the worker's
+    // first display copy is ready. Only when renders_on_device().
+    bool render_to_device(float* d_rgba, int width, int height);
     // Any view's device render (the 3-D views' sphere tracing): `render` runs
     // between two steps with the worker paused, then the device steps per
     // frame are paced from the time it took. Only when renders_on_device().
     void render_on_device(const std::function<void(Backend&)>& render);
+    // The 3-D views' device render beside training: `render` runs on the UI
+    // thread while the worker keeps stepping, reading only the backend's
+    // display copy (CudaBackend::display_lease), never the training state.
+    // Training stays unpaced; the worker publishes a fresh copy for the next
+    // frame after its next step. Only when renders_on_device().
+    void render_beside_training(const std::function<void(Backend&)>& render);
     // A frame that draws no device render (a 3-D view showing its last
     // picture of a resting camera): the worker trains unpaced until the next
     // render_on_device, which then keeps the per-frame pace it had.
@@ -175,6 +183,7 @@ private:
     void record(const StepResult& step); // UI thread
     void worker_loop();
     void publish_display_params();       // with the step lock held
+    void publish_display_copy();         // the same for render_beside_training (CUDA)
     // Stops the worker from starting another step until the lock is released,
     // then folds in what it finished.
     std::unique_lock<std::mutex> pause_worker();
@@ -217,6 +226,7 @@ private:
     mutable std::atomic<int> pause_requests_{0};  // UI threads waiting for step_mutex_
     std::atomic<int> requested_steps_{0}; // single steps asked for (while paused, or in lockstep)
     std::atomic<bool> lockstep_{false};
+    std::atomic<bool> display_copy_wanted_{false};  // render_beside_training asks the worker for a copy
     std::atomic<uint64_t> worker_steps_{0};  // steps the worker finished
     bool stop_ = false;                   // under step_mutex_
     bool threaded_ = false;               // a worker runs; set under step_mutex_ before it starts

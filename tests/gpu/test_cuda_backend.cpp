@@ -862,5 +862,79 @@ TEST(CudaBackend, WithoutConditionalGraphTrainsOnPlainLaunches) {
     EXPECT_EQ(plain.loss_scale(), 0.5e30f);
 }
 
+// The app's view renders from a display copy on its own stream while training
+// goes on: a leased copy computes the model as it was published, whatever the
+// training stream does meanwhile, and the next lease is the newest publish.
+TEST(CudaBackend, DisplayCopyKeepsThePublishedModelWhileTrainingGoesOn) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    const Image image = astronaut_crop(128);
+    ImageTrainingData data(image);
+    CudaBackend gpu(config, data, 5);
+    EXPECT_FALSE(gpu.display_lease()) << "nothing published yet";
+
+    Matrix<float> in, target, expected;
+    random_batch(4096, 3, 11, in, target);
+    const uint32_t n = (uint32_t)in.rows(), n_out = 3;
+    float *d_in = nullptr, *d_out = nullptr;
+    ASSERT_EQ(cudaMalloc(&d_in, sizeof(float) * n * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, sizeof(float) * n * n_out), cudaSuccess);
+    std::vector<float> host_in((size_t)n * 2);
+    for (uint32_t i = 0; i < n; ++i)
+        for (int c = 0; c < 2; ++c) host_in[(size_t)i * 2 + c] = in(i, c);
+    ASSERT_EQ(cudaMemcpy(d_in, host_in.data(), host_in.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    cudaStream_t view = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&view, cudaStreamNonBlocking), cudaSuccess);
+    auto through = [&](const DisplayCopies::Lease& lease) {
+        lease.inference(d_in, n, d_out, view);
+        std::vector<float> out((size_t)n * n_out);
+        EXPECT_EQ(cudaMemcpyAsync(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost, view),
+                  cudaSuccess);
+        EXPECT_EQ(cudaStreamSynchronize(view), cudaSuccess);
+        return out;
+    };
+    auto backend_now = [&] {
+        Matrix<float> out;
+        gpu.inference(in, out);
+        std::vector<float> v((size_t)n * n_out);
+        for (uint32_t i = 0; i < n; ++i)
+            for (uint32_t c = 0; c < n_out; ++c) v[(size_t)i * n_out + c] = out(i, c);
+        return v;
+    };
+
+    for (int i = 0; i < 20; ++i) gpu.train_step(1u << 14);
+    gpu.publish_display();
+    gpu.synchronize();
+    const std::vector<float> published = backend_now();
+    DisplayCopies::Lease lease = gpu.display_lease();
+    ASSERT_TRUE(lease);
+    EXPECT_EQ(lease.version(), 1u);
+    const std::vector<float> first = through(lease);
+    EXPECT_LT(relative_error(first.data(), published.data(), first.size()), 1e-6);
+
+    // Training and publishing go on while the lease is held (more publishes
+    // than there are copies): the leased copy never changes.
+    for (int i = 0; i < 10; ++i) {
+        gpu.train_step(1u << 14);
+        gpu.publish_display();
+        EXPECT_EQ(through(lease), first) << "after publish " << i + 2;
+    }
+    EXPECT_THROW(gpu.display_lease(), std::logic_error);
+    lease.release();
+
+    gpu.synchronize();
+    const std::vector<float> latest = backend_now();
+    DisplayCopies::Lease newer = gpu.display_lease();
+    ASSERT_TRUE(newer);
+    EXPECT_EQ(newer.version(), 11u);
+    const std::vector<float> second = through(newer);
+    EXPECT_LT(relative_error(second.data(), latest.data(), second.size()), 1e-6);
+    EXPECT_GT(relative_error(second.data(), first.data(), second.size()), 1e-4) << "training moved the model";
+    newer.release();
+    cudaStreamDestroy(view);
+    cudaFree(d_in);
+    cudaFree(d_out);
+}
+
 } // namespace
 } // namespace fusedngp
