@@ -50,5 +50,35 @@ TEST(AdaptiveResolution, SmallCostChangesKeepTheSize) {
     EXPECT_NEAR((double)c.width * c.height, 1000, 150);
 }
 
+// A render beside training pays a fixed wait per pass: with passes of two
+// sizes measured, that part is fitted and the pixels get the rest of the budget.
+TEST(AdaptiveResolution, FixedCostPerPassIsFittedAndLeftOutOfThePixels) {
+    AdaptiveResolution r(8.0);
+    for (int i = 0; i < 20; ++i) {  // the per-pixel cost forgets its first, unfitted estimates
+        r.record(20000, 5.0 + 20000 * 1e-4);  // 5 ms fixed, 0.1 us per pixel
+        r.record(40000, 5.0 + 40000 * 1e-4);
+    }
+    EXPECT_NEAR(r.fixed_ms(), 5.0, 1e-6);
+    EXPECT_NEAR(r.ms_per_pixel(), 1e-4, 1e-6);
+    EXPECT_NEAR((double)r.pixels_per_budget(), 30000, 30);  // (8 - 5) ms at 0.1 us
+    const RenderSize s = r.size(1600, 900);
+    EXPECT_NEAR((double)s.width * s.height, 30000, 3000);
+    // A budget below the fixed part: the smallest picture, not a negative one.
+    AdaptiveResolution tight(4.0);
+    for (int i = 0; i < 8; ++i) {
+        tight.record(20000, 7.0);
+        tight.record(40000, 9.0);
+    }
+    EXPECT_NEAR(tight.fixed_ms(), 5.0, 1e-6);
+    EXPECT_EQ(tight.size(1600, 900).height, 56);  // kMinScale of the height, rounded
+}
+
+TEST(AdaptiveResolution, OneSizeAloneLeavesTheCostProportional) {
+    AdaptiveResolution r(8.0);
+    for (int i = 0; i < 20; ++i) r.record(10000, 20.0);
+    EXPECT_EQ(r.fixed_ms(), 0.0);
+    EXPECT_NEAR(r.ms_per_pixel(), 2e-3, 1e-9);
+}
+
 } // namespace
 } // namespace fusedngp

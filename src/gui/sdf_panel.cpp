@@ -22,8 +22,9 @@ void render_controls(SdfView& view) {
     }
     view.mode = (SdfRenderMode)mode;
     const RenderSize size = view.render_size();
-    ImGui::TextDisabled("%s %d x %d (%.0f%% of the view), %.2f us/pixel", view.on_device() ? "CUDA" : "CPU", size.width,
-                        size.height, 100.0 * view.resolution().scale(), 1e3 * view.resolution().ms_per_pixel());
+    const AdaptiveResolution& cost = view.resolution();
+    ImGui::TextDisabled("%s %d x %d (%.0f%% of the view), %.1f ms + %.3f us/pixel", view.on_device() ? "CUDA" : "CPU",
+                        size.width, size.height, 100.0 * cost.scale(), cost.fixed_ms(), 1e3 * cost.ms_per_pixel());
 }
 
 void camera_controls(SdfView& view) {

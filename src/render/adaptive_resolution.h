@@ -1,8 +1,13 @@
 // AdaptiveResolution: the render size of a live 3-D view under a time
 // budget. Sphere tracing costs far more per pixel than drawing an image, so
 // the view renders fewer pixels (shown upscaled) when they are expensive:
-// from the measured cost per pixel it picks the largest size whose full pass
-// fits `frames_per_pass` frames of `budget_ms`, never above the view's size.
+// from the measured cost it picks the largest size whose full pass fits
+// `frames_per_pass` frames of `budget_ms`, never above the view's size.
+// The cost is modelled as a fixed part per pass plus a part per pixel: a
+// device render beside training waits on the GPU for each of its many small
+// launches, whatever its size, and charging that wait to the pixels would
+// shrink the picture to a few thousand of them. The fixed part is fitted
+// (least squares) over the recent passes once their sizes differ enough.
 // Pure logic (no GL), shared by the CPU and GPU paths and the NeRF view.
 #pragma once
 
@@ -29,13 +34,20 @@ public:
     // The per-axis scale chosen last (1 = the view's own size).
     float scale() const { return scale_; }
     double ms_per_pixel() const { return ms_per_pixel_; }
+    double fixed_ms() const { return fixed_ms_; }  // per pass, whatever its size
     double budget_ms() const { return budget_ms_; }
     // Pixels worth one budget at the measured cost (before any measurement: a guess).
     uint64_t pixels_per_budget() const;
 
 private:
     double budget_ms_;
+    void fit_fixed_cost();
+
+    static constexpr int kFitPasses = 32;
     double ms_per_pixel_ = 0;  // 0: nothing measured yet
+    double fixed_ms_ = 0;
+    double fit_pixels_[kFitPasses] = {}, fit_ms_[kFitPasses] = {};
+    int fit_count_ = 0, fit_next_ = 0;
     float scale_ = 0.25f;      // a cautious start: a quarter of the view per axis
 };
 
