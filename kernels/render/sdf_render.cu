@@ -37,8 +37,9 @@ __global__ void start_rays_kernel(Camera camera, SphereTraceSettings s, uint32_t
 // host knew at its last read: the list only shrinks).
 __global__ void advance_rays_kernel(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
                                     SphereTraceSettings s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
-                                    float* points) {
+                                    uint32_t* n_clear, float* points) {
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j == 0) *n_clear = 0;  // the previous step's count: read by nobody from here on
     if (j >= n || j >= *n_valid) return;
     const uint32_t i = active[j];
     TraceRay ray = rays[i];
@@ -112,10 +113,10 @@ void launch_start_rays(const Camera& camera, const SphereTraceSettings& s, Trace
 
 void launch_advance_rays(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
                          const SphereTraceSettings& s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
-                         float* points, cudaStream_t stream) {
+                         uint32_t* n_clear, float* points, cudaStream_t stream) {
     if (n == 0) return;
     advance_rays_kernel<<<blocks_for(n), kBlock, 0, stream>>>(active, n, n_valid, values, s, rays, next_active, n_next,
-                                                              points);
+                                                              n_clear, points);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

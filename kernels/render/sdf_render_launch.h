@@ -25,10 +25,13 @@ void launch_start_rays(const Camera& camera, const SphereTraceSettings& s, Trace
 
 // One march step for active[0, min(n, *n_valid)) with the field's values[j];
 // the rays still marching go to next_active[0, *n_next) with their next point
-// in points. n (the grid) may exceed the device count *n_valid.
+// in points. n (the grid) may exceed the device count *n_valid. *n_next must
+// be 0 on entry; the kernel zeroes *n_clear, so three counters used in turn
+// (valid, next, clear) need no memset or copy between steps: each launch is
+// one dependent operation less on a stream that competes with training.
 void launch_advance_rays(const uint32_t* active, uint32_t n, const uint32_t* n_valid, const float* values,
                          const SphereTraceSettings& s, TraceRay* rays, uint32_t* next_active, uint32_t* n_next,
-                         float* points, cudaStream_t stream);
+                         uint32_t* n_clear, float* points, cudaStream_t stream);
 
 // Lists the hit pixels in hits[0, *n_hits) and zeroes every pixel's gradient
 // (3 floats) and occlusion.

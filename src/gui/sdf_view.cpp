@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 namespace fusedngp {
 
@@ -20,20 +19,19 @@ using Clock = std::chrono::steady_clock;
 
 // Host path: a share of a ~33 ms frame on the UI thread (the worker trains
 // on the other cores). Device path: the wall time of a render beside
-// training, whose fixed part is the wait for the GPU between its launches
-// (~5 ms on the H200 while a 2^18 batch trains); what the UI thread does
-// besides (~6 ms) leaves a 60 fps frame room for this.
+// training. Most of a moving frame's render is a fixed wait for the GPU
+// between its many small launches (~5 ms on the H200 while a 2^18 batch
+// trains), so the moving budget below it keeps 60 fps at the smallest
+// picture (AdaptiveResolution::kMinScale); a resting camera's picture,
+// redrawn at 10 Hz, may take longer and renders much larger. Each has its
+// own cost estimate: the fixed wait differs between the two.
 constexpr double kHostBudgetMs = 10.0;
-constexpr double kDeviceBudgetMs = 8.0;
-double device_budget_ms() {
-    const char* v = std::getenv("FUSEDNGP_VIEW_BUDGET_MS");
-    return v ? std::atof(v) : kDeviceBudgetMs;
-}
+constexpr double kDeviceMovingMs = 4.0;
+constexpr double kDeviceRestingMs = 10.0;
 // A resting camera: after this many unchanged frames the view renders at the
-// larger size whose pass spans kRestingPassFrames frames (host) or one (device).
+// larger size whose pass spans kRestingPassFrames frames (host).
 constexpr uint64_t kSettleFrames = 4;
 constexpr double kRestingPassFrames = 12;
-constexpr double kDeviceRestingFrames = 2;  // the device may spend two budgets on a still frame
 // A resting camera's picture changes only as training goes on: the device
 // redraws it at this interval (10 Hz) and gives the frames between to training.
 constexpr double kRestingRefreshMs = 100.0;
@@ -47,7 +45,8 @@ SdfBatchFn display_field(TrainingSession& session) {
 } // namespace
 
 SdfView::SdfView(SdfSceneInfo scene)
-    : scene_(std::move(scene)), camera_(scene_.bounds), host_budget_(kHostBudgetMs), device_budget_(device_budget_ms()) {
+    : scene_(std::move(scene)), camera_(scene_.bounds), host_budget_(kHostBudgetMs), device_moving_(kDeviceMovingMs),
+      device_resting_(kDeviceRestingMs) {
     settings.background = kBackground;
     if (scene_.truth) iou_probe_ = std::make_unique<SdfIouProbe>(scene_.truth);
 }
@@ -82,9 +81,10 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
             session.skip_device_render();
             return;
         }
-        const RenderSize size = device_budget_.size(view_w, view_h, resting ? kDeviceRestingFrames : 1);
+        AdaptiveResolution& budget = resting ? device_resting_ : device_moving_;
+        const RenderSize size = budget.size(view_w, view_h);
         const DeviceRenderResult result =
-            render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height));
+            render_on_device(session, camera_.camera((uint32_t)size.width, (uint32_t)size.height), budget);
         if (result == DeviceRenderResult::Drawn) {
             shown_resting_ = resting;
             last_device_render_ = Clock::now();
@@ -96,7 +96,8 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
     render_on_host(session, view_w, view_h);
 }
 
-DeviceRenderResult SdfView::render_on_device(TrainingSession& session, const Camera& camera) {
+DeviceRenderResult SdfView::render_on_device(TrainingSession& session, const Camera& camera,
+                                             AdaptiveResolution& budget) {
     const int w = (int)camera.intrinsics.width, h = (int)camera.intrinsics.height;
     picture_.front().resize(w, h);
     float* rgba = static_cast<float*>(picture_.front().map_for_cuda());
@@ -113,7 +114,7 @@ DeviceRenderResult SdfView::render_on_device(TrainingSession& session, const Cam
     picture_.front().unmap();
     if (result != DeviceRenderResult::Drawn) return result;
     picture_.front().commit_pbo();
-    device_budget_.record((uint64_t)w * (uint64_t)h, ms);
+    budget.record((uint64_t)w * (uint64_t)h, ms);
     picture_.set_shown_size({w, h});
     return result;
 }

@@ -55,21 +55,24 @@ public:
     const std::vector<float>& iou_history() const { return iou_history_; }
     RenderSize render_size() const { return picture_.shown_size(); }
     bool on_device() const { return on_device_; }
-    const AdaptiveResolution& resolution() const { return on_device_ ? device_budget_ : host_budget_; }
+    // The cost estimate of the picture shown.
+    const AdaptiveResolution& resolution() const {
+        return on_device_ ? (shown_resting_ ? device_resting_ : device_moving_) : host_budget_;
+    }
 
     // Export settings, edited by the panel.
     int mesh_resolution = 256;
     char mesh_path[1024] = "fusedngp_mesh.ply";
 
 private:
-    DeviceRenderResult render_on_device(TrainingSession& session, const Camera& camera);
+    DeviceRenderResult render_on_device(TrainingSession& session, const Camera& camera, AdaptiveResolution& budget);
     void render_on_host(TrainingSession& session, int view_width, int view_height);
     bool camera_moving() const;
 
     SdfSceneInfo scene_;
     CameraController camera_;
     BandedPicture picture_;          // the host path's bands; the device path writes its front whole
-    AdaptiveResolution host_budget_, device_budget_;
+    AdaptiveResolution host_budget_, device_moving_, device_resting_;
     std::unique_ptr<SdfIouProbe> iou_probe_;
     std::vector<float> iou_history_;
     bool restart_pass_ = true;       // the pass in flight shows an old view

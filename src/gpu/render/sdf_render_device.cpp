@@ -13,16 +13,17 @@ void DeviceSdfRenderer::reserve(size_t n_pixels) {
     rays_.resize(n_pixels);
     active_.resize(n_pixels);
     next_.resize(n_pixels);
-    counter_.resize(2);
+    counter_.resize(3);
     points_.resize(3 * n_pixels);
     values_.resize(n_pixels);
     gradients_.resize(3 * n_pixels);
     occlusion_.resize(n_pixels);
 }
 
-// The list length the last kernel counted in counter_[0] (synchronises).
-uint32_t DeviceSdfRenderer::read_counter(cudaStream_t stream) {
-    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&host_counter_, counter_.data(), sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+// The list length a kernel counted in counter_[index] (synchronises).
+uint32_t DeviceSdfRenderer::read_counter(cudaStream_t stream, uint32_t index) {
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&host_counter_, counter_.data() + index, sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                       stream));
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
     return host_counter_;
 }
@@ -42,15 +43,16 @@ void DeviceSdfRenderer::march(const Camera& camera, const DeviceSdfFn& field, co
     constexpr uint32_t kSyncSteps = 8;
     counter_.fill_bytes(0, stream);
     launch_start_rays(camera, s, rays_.data(), active_.data(), counter_.data(), points_.data(), stream);
-    uint32_t* counts = counter_.data();  // [0]: this list's length, [1]: the next list's
-    for (uint32_t n = read_counter(stream); n > 0; n = read_counter(stream)) {
-        for (uint32_t k = 0; k < kSyncSteps; ++k) {
-            FUSEDNGP_GPU_CHECK(cudaMemsetAsync(counts + 1, 0, sizeof(uint32_t), stream));
+    // Step i's list length is in counts[i % 3], its survivors are counted in
+    // counts[(i + 1) % 3], and it zeroes counts[(i + 2) % 3] for step i + 1.
+    uint32_t* counts = counter_.data();
+    uint32_t step = 0;
+    for (uint32_t n = read_counter(stream, 0); n > 0; n = read_counter(stream, step % 3)) {
+        for (uint32_t k = 0; k < kSyncSteps; ++k, ++step) {
             evaluate(field, n, stream);
-            launch_advance_rays(active_.data(), n, counts, values_.data(), s, rays_.data(), next_.data(), counts + 1,
-                                points_.data(), stream);
+            launch_advance_rays(active_.data(), n, counts + step % 3, values_.data(), s, rays_.data(), next_.data(),
+                                counts + (step + 1) % 3, counts + (step + 2) % 3, points_.data(), stream);
             std::swap(active_, next_);
-            FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(counts, counts + 1, sizeof(uint32_t), cudaMemcpyDeviceToDevice, stream));
         }
     }
 }
@@ -59,7 +61,7 @@ uint32_t DeviceSdfRenderer::collect_hits(uint32_t n_pixels, cudaStream_t stream)
     counter_.fill_bytes(0, stream);
     launch_collect_hits(rays_.data(), n_pixels, active_.data(), counter_.data(), gradients_.data(), occlusion_.data(),
                         stream);
-    return read_counter(stream);
+    return read_counter(stream, 0);
 }
 
 // One field call per probe (the points buffer holds one point per pixel), in probe order 0..5 like the CPU.

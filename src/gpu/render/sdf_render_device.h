@@ -49,7 +49,7 @@ public:
 
 private:
     void reserve(size_t n_pixels);
-    uint32_t read_counter(cudaStream_t stream);
+    uint32_t read_counter(cudaStream_t stream, uint32_t index);
     void evaluate(const DeviceSdfFn& field, uint32_t n, cudaStream_t stream);
     void march(const Camera& camera, const DeviceSdfFn& field, const SphereTraceSettings& s, cudaStream_t stream);
     uint32_t collect_hits(uint32_t n_pixels, cudaStream_t stream);
@@ -58,7 +58,7 @@ private:
 
     DeviceBuffer<TraceRay> rays_;            // per pixel
     DeviceBuffer<uint32_t> active_, next_;   // ray lists (the hit list reuses active_)
-    DeviceBuffer<uint32_t> counter_;         // two: this list's length, the next list's
+    DeviceBuffer<uint32_t> counter_;         // three list lengths, used in turn (see march)
     DeviceBuffer<float> points_, values_;    // the field's batch: [n][3] -> [n]
     DeviceBuffer<float> gradients_, occlusion_;  // per pixel: [3], [1]
     DeviceBuffer<float> image_rgba_;         // render_to_image's target
