@@ -323,10 +323,9 @@ int run_gui(const GuiOptions& o) {
                 seconds > 0 ? (double)frames / seconds : 0.0, (unsigned long long)frames, seconds,
                 (unsigned long long)session.step());
     clock.print_steady_rate();
-    if (session.device_steps_per_frame() > 0)
-        std::printf("pacing    %.1f GPU training steps ran per device render (mean of the last %zu renders), "
-                    "cap %d per paced frame at exit\n",
-                    session.device_steps_ran_per_frame(), FrameSteps::kFrames, session.device_steps_per_frame());
+    if (session.renders_on_device())
+        std::printf("training  %.1f GPU steps ran per device render (mean of the last %zu renders)\n",
+                    session.device_steps_ran_per_frame(), FrameSteps::kFrames);
     std::fflush(stdout);
     if (app.ui.autosave_on_exit) {
         run_reporting_errors(app.ui, "autosave", [&] { session.save_snapshot(app.ui.autosave_path); });

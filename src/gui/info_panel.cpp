@@ -34,12 +34,7 @@ void throughput(const TrainingSession& session, const UiState& ui) {
     row("steps/s", "%.1f", session.wall_steps_per_second());
     row("ms / step", "%.2f", s.step_ms());
     if (session.renders_on_device()) {
-        // What ran, not the pacing cap: a frame rarely fills its cap.
         row("GPU steps/render", "%.1f", session.device_steps_ran_per_frame());
-        if (session.device_steps_per_frame() > 0) {
-            ImGui::SameLine();
-            ImGui::TextDisabled("(cap %d)", session.device_steps_per_frame());
-        }
     }
     ImGui::TextDisabled("  data %.2f  fwd %.2f  bwd %.2f  opt %.2f", s.data_ms(), s.forward_ms(), s.backward_ms(),
                         s.optimizer_ms());

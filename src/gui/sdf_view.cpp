@@ -77,10 +77,7 @@ void SdfView::render(TrainingSession& session, const ViewRect& area) {
     on_device_ = session.renders_on_device() && !picture_.front().cuda_interop_failed();
     if (on_device_) {
         const bool resting = !camera_moving();
-        if (resting && shown_resting_ && ms_since(last_device_render_) < kRestingRefreshMs) {
-            session.skip_device_render();
-            return;
-        }
+        if (resting && shown_resting_ && ms_since(last_device_render_) < kRestingRefreshMs) return;
         AdaptiveResolution& budget = resting ? device_resting_ : device_moving_;
         const RenderSize size = budget.size(view_w, view_h);
         const DeviceRenderResult result =

@@ -11,7 +11,7 @@
 // with AdaptiveResolution: small while the camera moves, larger when it
 // rests, never more than the view's pixels; the picture is shown upscaled.
 // A resting camera's device picture is redrawn at 10 Hz, the frames between
-// showing the last one while training runs unpaced.
+// showing the last one.
 #pragma once
 
 #include "gui/sdf_device_render.h"

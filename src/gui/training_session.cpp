@@ -33,15 +33,6 @@ constexpr int kPsnrSamples = 1 << 14;
 constexpr double kPublishMs = 150.0;
 // An idle worker re-checks for work this often (a started step wakes it at once).
 constexpr auto kIdlePoll = std::chrono::milliseconds(5);
-// Device-step pacing (CUDA): a render waits for the steps still queued ahead
-// of it. Past the render's own time (its fastest run), a wait above the high
-// mark cuts the steps per frame by a quarter, one below the low mark allows
-// one more: the GPU trains through the UI's CPU time and the render waits a
-// few ms at most, so the frame keeps its 60 fps budget.
-constexpr double kRenderWaitLowMs = 2.0;
-constexpr double kRenderWaitHighMs = 4.5;
-constexpr int kInitialDeviceSteps = 4;
-constexpr int kMaxDeviceSteps = 256;
 
 double now_ms() {
     return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
@@ -104,18 +95,14 @@ void TrainingSession::stop_worker() {
 void TrainingSession::worker_loop() {
     lower_this_thread_priority();
     std::unique_lock<std::mutex> lock(step_mutex_);
-    auto wants_step = [&] { return requested_steps_ > 0 || (running && !lockstep_ && device_step_quota_ != 0); };
+    auto wants_step = [&] { return requested_steps_ > 0 || (running && !lockstep_); };
     auto has_work = [&] { return pause_requests_ == 0 && (wants_step() || display_copy_wanted_); };
     while (!stop_) {
         // Waiting releases the lock: this is where a paused UI thread gets in.
         worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || has_work(); });
         if (stop_ || !has_work()) continue;
         const bool step = wants_step();
-        if (step && requested_steps_ > 0) {
-            --requested_steps_;
-        } else if (step && device_step_quota_ > 0) {
-            --device_step_quota_;  // under step_mutex_, like the render that refills it
-        }
+        if (step && requested_steps_ > 0) --requested_steps_;
         try {
             if (!step) {
                 publish_display_copy();  // training paused: the view still gets the model
@@ -157,10 +144,7 @@ void TrainingSession::adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<
     learning_rate_ = backend_->learning_rate();
     stats_.reset();
     ++generation_;
-    device_step_quota_ = -1;  // unpaced until the new backend's first render
-    device_steps_per_frame_ = -1;
     device_steps_ran_.reset();
-    render_floor_ms_ = 1e9;
     if (!renders_on_device()) {
         display_model_ = std::make_unique<Model<float>>(data_->n_input_dims(), data_->n_output_dims(), config_, 0);
         publish_display_params();
@@ -291,21 +275,8 @@ bool TrainingSession::render_to_device([[maybe_unused]] float* d_rgba, [[maybe_u
 
 void TrainingSession::render_on_device(const std::function<void(Backend&)>& render) {
     if (!renders_on_device()) return;
-    const auto start = Clock::now();  // the wait for the worker's step counts: it is queued GPU work too
-    {
-        auto lock = pause_worker();
-        render(*backend_);
-        device_steps_ran_.record(total_steps_);  // pause_worker() folded in every step so far
-        // After unpaced frames the wait measures a full queue, not the pace.
-        if (threaded_ && !lockstep_) {
-            if (unpaced_since_render_ && device_steps_per_frame_ > 0)
-                device_step_quota_ = device_steps_per_frame_;
-            else
-                pace_device_steps(ms_since(start));
-        }
-        unpaced_since_render_ = false;
-    }
-    worker_wake_.notify_all();
+    auto lock = pause_worker();
+    render(*backend_);
 }
 
 void TrainingSession::render_beside_training(const std::function<void(Backend&)>& render) {
@@ -316,30 +287,8 @@ void TrainingSession::render_beside_training(const std::function<void(Backend&)>
     }
     render(*backend_);
     device_steps_ran_.record(total_steps_);
-    device_step_quota_ = -1;  // the render no longer waits for queued steps: nothing to pace
-    unpaced_since_render_ = true;
     display_copy_wanted_ = true;
     worker_wake_.notify_all();
-}
-
-void TrainingSession::skip_device_render() {
-    if (!renders_on_device() || !threaded_ || lockstep_) return;
-    unpaced_since_render_ = true;
-    device_step_quota_ = -1;  // atomic: the worker's decrement never sees a torn value
-    worker_wake_.notify_all();
-}
-
-void TrainingSession::pace_device_steps(double render_ms) {
-    render_floor_ms_ = std::min(render_ms, render_floor_ms_ + 0.01);  // creeps up after a resize
-    const double wait_ms = render_ms - render_floor_ms_;
-    if (device_steps_per_frame_ < 0) {
-        device_steps_per_frame_ = kInitialDeviceSteps;
-    } else if (wait_ms > kRenderWaitHighMs) {
-        device_steps_per_frame_ = std::max(1, device_steps_per_frame_ * 3 / 4);
-    } else if (wait_ms < kRenderWaitLowMs) {
-        device_steps_per_frame_ = std::min(kMaxDeviceSteps, device_steps_per_frame_ + 1);
-    }
-    device_step_quota_ = device_steps_per_frame_;
 }
 
 bool TrainingSession::device_memory([[maybe_unused]] size_t& used_bytes, [[maybe_unused]] size_t& total_bytes) const {

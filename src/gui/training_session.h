@@ -95,25 +95,18 @@ public:
     // render_beside_training). False (nothing written) until the worker's
     // first display copy is ready. Only when renders_on_device().
     bool render_to_device(float* d_rgba, int width, int height);
-    // Any view's device render (the 3-D views' sphere tracing): `render` runs
-    // between two steps with the worker paused, then the device steps per
-    // frame are paced from the time it took. Only when renders_on_device().
+    // A device job that needs the training state itself (the SDF view's
+    // marching cubes): `render` runs between two steps with the worker
+    // paused. Only when renders_on_device().
     void render_on_device(const std::function<void(Backend&)>& render);
     // The 3-D views' device render beside training: `render` runs on the UI
     // thread while the worker keeps stepping, reading only the backend's
     // display copy (CudaBackend::display_lease), never the training state.
-    // Training stays unpaced; the worker publishes a fresh copy for the next
-    // frame after its next step. Only when renders_on_device().
+    // The worker publishes a fresh copy for the next frame after its next
+    // step. Only when renders_on_device().
     void render_beside_training(const std::function<void(Backend&)>& render);
-    // A frame that draws no device render (a 3-D view showing its last
-    // picture of a resting camera): the worker trains unpaced until the next
-    // render_on_device, which then keeps the per-frame pace it had.
-    void skip_device_render();
-    // GPU steps the worker may enqueue between two device renders (paced so a
-    // frame's GPU work fits its budget: see render_to_device); -1 = unpaced.
-    int device_steps_per_frame() const { return device_steps_per_frame_; }
-    // GPU steps that actually ran between two device renders (the cap above
-    // is what they may run), averaged over the last frames; 0 before any.
+    // GPU steps that ran between two device renders, averaged over the last
+    // frames; 0 before any.
     double device_steps_ran_per_frame() const { return device_steps_ran_.per_frame(); }
     // cudaMemGetInfo of the backend's device: false on the CPU backend.
     bool device_memory(size_t& used_bytes, size_t& total_bytes) const;
@@ -193,7 +186,6 @@ private:
     // CPU backend for "CPU", nothing to rebuild on the CPU reference).
     void switch_kernel(const ConfigChange& change, ChangeRecord& record);
     void move_to_backend(const std::string& backend_name, const json& config);
-    void pace_device_steps(double render_ms);  // UI thread, after a device render
     TransferReport rebuild(const json& new_config, bool carry);
     void adopt(std::unique_ptr<TrainingData> data, std::unique_ptr<Backend> backend, const json& config);
 
@@ -234,14 +226,7 @@ private:
     std::vector<StepResult> results_;     // finished steps not yet polled
     std::string worker_error_;            // under results_mutex_
 
-    // Frame pacing of device steps: the worker enqueues at most
-    // device_step_quota_ steps between two renders (-1: no limit), so a
-    // render never waits for more queued GPU work than a frame can hold.
-    std::atomic<int> device_step_quota_{-1};
-    int device_steps_per_frame_ = -1;
-    double render_floor_ms_ = 1e9;  // fastest render seen: the render alone, no queued steps
-    bool unpaced_since_render_ = false;  // skip_device_render() ran since the last render
-    FrameSteps device_steps_ran_;   // worker steps counted at each device render
+    FrameSteps device_steps_ran_;   // worker steps counted at each device render beside training
     WallStepRate wall_rate_;        // fed by poll()
 
     // Display snapshot (CPU backend): the worker publishes, the UI swaps in.
