@@ -57,7 +57,7 @@ public:
     virtual double learning_rate() const = 0;
     virtual void set_learning_rate(double lr) = 0;
     // Backend-specific training state worth recording (summary.json's
-    // "diagnostics"): the CUDA backend's loss scale and skipped steps.
+    // "diagnostics"): skipped steps (non-finite loss or fp16 overflow), the CUDA backend's loss scale.
     virtual json diagnostics() { return json::object(); }
 };
 

@@ -13,6 +13,8 @@ public:
     const json& config() const override { return config_; }
 
     float train_step(uint32_t batch_size) override;
+    // skipped_steps: steps whose loss was not finite (Trainer::step skips them).
+    json diagnostics() override { return {{"skipped_steps", trainer_.skipped_steps()}}; }
     uint64_t step() const override { return trainer_.optimizer().step_count(); }
     void inference(const Matrix<float>& inputs, Matrix<float>& outputs) override;
 

@@ -5,6 +5,7 @@
 #include "optimizers/factory.h"
 
 #include <chrono>
+#include <cmath>
 
 namespace fusedngp {
 
@@ -26,6 +27,11 @@ T Trainer<T>::step(const Matrix<T>& inputs, const Matrix<T>& targets) {
     timings_.forward_ms = ms_since(t0);
 
     t0 = std::chrono::steady_clock::now();
+    if (!std::isfinite((double)loss)) {
+        ++skipped_steps_;
+        timings_.backward_ms = timings_.optimizer_ms = 0;
+        return loss;
+    }
     model_.backward(inputs, doutputs_, grads_);
     timings_.backward_ms = ms_since(t0);
 

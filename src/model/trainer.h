@@ -28,8 +28,13 @@ public:
     Optimizer<T>& optimizer() { return *optimizer_; }
     const Loss<T>& loss() const { return *loss_; }
 
-    // forward -> loss -> backward -> optimizer step. Returns the loss before the update.
+    // forward -> loss -> backward -> optimizer step. Returns the loss before
+    // the update. A step whose loss is not finite (a poisoned batch, a model
+    // already overflowed) leaves the parameters and the optimizer untouched
+    // and is counted in skipped_steps(): a finite loss has finite gradients,
+    // so the check costs nothing per parameter.
     T step(const Matrix<T>& inputs, const Matrix<T>& targets);
+    uint64_t skipped_steps() const { return skipped_steps_; }
 
     // Inference with the optimizer's inference parameters (EMA average if any).
     void inference(const Matrix<T>& inputs, Matrix<T>& outputs) const;
@@ -44,6 +49,7 @@ private:
     Matrix<T> outputs_, doutputs_;
     std::vector<T> grads_;
     StepTimings timings_;
+    uint64_t skipped_steps_ = 0;
 };
 
 } // namespace fusedngp

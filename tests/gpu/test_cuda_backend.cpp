@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -331,6 +332,37 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
     const std::vector<float> next = gpu.params();
     EXPECT_TRUE(all_finite(next));
     EXPECT_NE(next, after);
+    EXPECT_EQ(gpu.skipped_steps(), 1u);
+}
+
+// The CPU twin: NonFiniteSteps.PoisonedBatchIsSkippedAndTrainingGoesOn. A NaN
+// target makes dL/dout NaN, which the overflow check catches like an fp16
+// overflow: the step is skipped (exactly, with the conditional graph), the
+// loss scale halves, and the next clean batch trains.
+TEST(CudaBackend, PoisonedBatchIsSkippedAndTrainingGoesOn) {
+    REQUIRE_DEVICE();
+    const json config = image_config();
+    ImageTrainingData data(astronaut_crop(64));
+    Matrix<float> in, target;
+    random_batch(4096, 3, 9, in, target);
+    CudaBackend gpu(config, data, 6);
+    gpu.train_step_on(in, target);
+    const TrainingState before = gpu.save_state();
+    const float scale = gpu.loss_scale();
+
+    Matrix<float> poisoned = target;
+    poisoned(17, 2) = std::numeric_limits<float>::quiet_NaN();
+    gpu.train_step_on(in, poisoned);
+    const std::vector<float> after = gpu.params();
+    EXPECT_TRUE(all_finite(after));
+    EXPECT_EQ(gpu.skipped_steps(), 1u);
+    EXPECT_EQ(gpu.loss_scale(), scale / 2);
+    if (gpu.exact_skip()) EXPECT_EQ(after, before.params);
+    EXPECT_EQ(gpu.diagnostics().at("skipped_steps").get<uint64_t>(), 1u);
+
+    gpu.train_step_on(in, target);
+    EXPECT_TRUE(all_finite(gpu.params()));
+    EXPECT_NE(gpu.params(), after);
     EXPECT_EQ(gpu.skipped_steps(), 1u);
 }
 
