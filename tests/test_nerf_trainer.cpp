@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace fusedngp::nerf {
@@ -204,6 +205,31 @@ TEST(NerfTrainer, ShippedConfigTrainsAndOutputActivationsAreTheTrainers) {
                 << e.what();
         }
     }
+}
+
+// A step whose loss is not finite (here: a colour network whose output
+// weights overflowed to NaN) leaves both models and the optimizers' moments
+// as they were and is counted; the count is in the diagnostics.
+TEST(NerfTrainer, NonFiniteStepIsSkippedAndCounted) {
+    const NerfDataset data = synthetic_split("nerf_trainer_nan", 3, 0, 8, "transforms_train.json");
+    NerfTrainerSettings s;
+    s.rays_per_batch = 32;
+    s.max_samples_per_ray = 32;
+    s.occupancy.warmup_steps = 0;
+    NerfTrainer<float> trainer(data, nerf_config(2, 10, 16, "L2"), s);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isfinite(trainer.step()));
+    std::vector<float>& colour = trainer.colour_model().params();
+    for (size_t i = colour.size() - 48; i < colour.size(); ++i) colour[i] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> density = trainer.density_model().params(), colour_before = colour;
+    std::vector<std::vector<float>> moments;
+    for (auto& b : trainer.density_optimizer().state()) moments.push_back(*b.data);
+    EXPECT_TRUE(std::isnan(trainer.step()));
+    EXPECT_EQ(trainer.skipped_steps(), 1u);
+    EXPECT_EQ(trainer.step_count(), 4u);
+    EXPECT_EQ(trainer.density_model().params(), density);
+    size_t k = 0;
+    for (auto& b : trainer.density_optimizer().state()) EXPECT_EQ(*b.data, moments[k++]) << b.name;
+    for (size_t i = 0; i + 48 < colour.size(); ++i) ASSERT_EQ(colour[i], colour_before[i]) << i;
 }
 
 } // namespace

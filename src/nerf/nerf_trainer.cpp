@@ -250,9 +250,13 @@ T NerfTrainer<T>::step() {
     const NerfBatch<T> batch = sample_batch();
     last_samples_ = batch.t.size();
     const T loss = loss_and_gradients(batch, &density_grads_, &colour_grads_);
+    ++step_;
+    if (!std::isfinite((double)loss)) {
+        ++skipped_steps_;
+        return loss;
+    }
     density_optimizer_->step(density_.params().data(), density_grads_.data());
     colour_optimizer_->step(colour_.params().data(), colour_grads_.data());
-    ++step_;
     return loss;
 }
 

@@ -99,9 +99,13 @@ public:
     // The dataset is kept by reference: it must outlive the trainer.
     NerfTrainer(const NerfDataset& dataset, const json& config, const NerfTrainerSettings& settings = {});
 
-    // One training step; returns the loss of its batch before the update.
+    // One training step; returns the loss of its batch before the update. A
+    // batch whose loss is not finite leaves both models and optimizers
+    // untouched and is counted in skipped_steps() (the step count goes on,
+    // as the CUDA trainer's, so the occupancy schedule does not stall).
     T step();
     uint32_t step_count() const { return step_; }
+    uint64_t skipped_steps() const { return skipped_steps_; }
 
     // A batch drawn from the trainer's generator (advances it).
     NerfBatch<T> sample_batch();
@@ -168,6 +172,7 @@ private:
     uint64_t ray_key_;    // training rays (training_rays.h)
     uint64_t batches_drawn_ = 0;
     uint32_t step_ = 0;
+    uint64_t skipped_steps_ = 0;
     size_t last_samples_ = 0;
     std::vector<T> density_grads_, colour_grads_;
 };

@@ -73,7 +73,7 @@ public:
     virtual void set_learning_rate(double lr) = 0;
 
     // Backend-specific figures worth recording (summary.json's
-    // "diagnostics"): the CUDA trainer's time per step phase, skipped steps.
+    // "diagnostics"): skipped steps (non-finite loss), the CUDA trainer's time per step phase.
     virtual json diagnostics() const { return json::object(); }
 };
 
@@ -100,6 +100,7 @@ public:
     OccupancyGrid occupancy_grid() const override { return trainer_.occupancy_grid(); }
     double learning_rate() const override { return trainer_.learning_rate(); }
     void set_learning_rate(double lr) override { trainer_.set_learning_rate(lr); }
+    json diagnostics() const override { return {{"skipped_steps", trainer_.skipped_steps()}}; }
 
     NerfTrainer<float>& trainer() { return trainer_; }
 
