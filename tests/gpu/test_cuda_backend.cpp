@@ -357,7 +357,9 @@ TEST(CudaBackend, PoisonedBatchIsSkippedAndTrainingGoesOn) {
     EXPECT_TRUE(all_finite(after));
     EXPECT_EQ(gpu.skipped_steps(), 1u);
     EXPECT_EQ(gpu.loss_scale(), scale / 2);
-    if (gpu.exact_skip()) EXPECT_EQ(after, before.params);
+    if (gpu.exact_skip()) {
+        EXPECT_EQ(after, before.params);
+    }
     EXPECT_EQ(gpu.diagnostics().at("skipped_steps").get<uint64_t>(), 1u);
 
     gpu.train_step_on(in, target);
