@@ -52,3 +52,20 @@ TEST(ConfigOverride, AppliesToNestedOptimizerAndSections) {
     EXPECT_EQ(value_text(json("CPU")), "CPU");
     EXPECT_EQ(value_text(json(64)), "64");
 }
+
+// Found by scripts/fuzz (config): a raw --set value with bytes that are not
+// UTF-8 was kept, and the error message about it then threw from nlohmann's
+// dump instead of reporting the value.
+TEST(ConfigOverride, ValueThatIsNotUtf8IsAnInputError) {
+    EXPECT_THROW(parse_config_change("network.n_neurons=ab\x9b"), InputError);
+    EXPECT_THROW(parse_config_change("network.activation=\xff\xfe"), InputError);
+    EXPECT_NO_THROW(parse_config_change("network.activation=Sine"));
+    // The field readers' messages survive such a value already in a config.
+    json config = {{"n_neurons", std::string("x\x9b")}};
+    try {
+        get_size(config, "network", "n_neurons", 64);
+        ADD_FAILURE() << "expected ConfigError";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("network.n_neurons"), std::string::npos) << e.what();
+    }
+}

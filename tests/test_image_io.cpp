@@ -908,3 +908,26 @@ TEST(ImageMetrics, SsimMatchesADirectWindowSum) {
     EXPECT_GT(value, 0.0);
     EXPECT_NEAR(ssim(b, a), value, 1e-12);
 }
+
+// Found by scripts/fuzz (image): 72 bytes that stb_image takes for a huge TGA,
+// which it would decode into ~600 MB and we into 2.5 GB of floats. A header
+// that claims more than kMaxLoadedPixels is an error before any decoding.
+TEST(ImageIo, HeaderClaimingTooManyPixelsIsAnErrorBeforeDecoding) {
+    const std::vector<uint8_t> bytes = {
+        0x23, 0x00, 0x03, 0x10, 0x02, 0x00, 0x00, 0x49, 0x48, 0x44, 0x53, 0x3d,
+        0x30, 0x2e, 0x36, 0x34, 0x20, 0x30, 0x2e, 0x33, 0x33, 0x20, 0x30, 0x2e,
+        0x33, 0x20, 0x30, 0x2e, 0x36, 0x20, 0x30, 0x2e, 0x48, 0x44, 0x53, 0x3d,
+        0x30, 0x2e, 0x36, 0x34, 0x20, 0x30, 0x2e, 0x33, 0x33, 0x20, 0x30, 0x2e,
+        0x33, 0x20, 0x30, 0x2e, 0x36, 0x20, 0x30, 0x2e, 0x31, 0x35, 0x20, 0x30,
+        0x2e, 0x80, 0x80, 0x80, 0x00, 0x80, 0x80, 0x00, 0x80, 0x81,
+    };
+    ScratchDir dir;
+    fusedngp::test::write_bytes(dir.file("huge.tga"), bytes);
+    expect_input_error([&] { load_image(dir.file("huge.tga")); }, {"huge.tga", "2^27"});
+    // A PNG whose header says 16384 x 16384 (2^28 pixels), with no data.
+    std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                0, 0, 0x40, 0, 0, 0, 0x40, 0, 8, 2, 0, 0, 0, 0, 0, 0, 0};
+    fusedngp::test::write_bytes(dir.file("huge.png"), png);
+    expect_input_error([&] { load_image(dir.file("huge.png")); }, {"huge.png", "16384x16384"});
+}
+

@@ -26,7 +26,13 @@ json parse_value(const std::string& text) {
     json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_number() || parsed.is_boolean()) return parsed;
     if (parsed.is_string()) return parsed;  // written with quotes
-    return json(text);
+    json raw(text);
+    try {
+        (void)raw.dump();  // nlohmann keeps raw bytes but refuses to write invalid UTF-8: check now
+    } catch (const json::type_error&) {
+        throw InputError("--set value \"" + json_text(raw) + "\" is not valid UTF-8");
+    }
+    return raw;
 }
 
 std::string allowed_keys_text() {
@@ -104,6 +110,6 @@ json config_value(const json& config, const std::string& key) {
     return config[section][field];
 }
 
-std::string value_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+std::string value_text(const json& value) { return value.is_string() ? value.get<std::string>() : json_text(value); }
 
 } // namespace fusedngp

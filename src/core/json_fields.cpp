@@ -6,6 +6,8 @@
 
 namespace fusedngp {
 
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 std::string join_path(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
 }
@@ -51,7 +53,7 @@ int64_t get_int(const json& obj, const std::string& path, const std::string& key
         } else if (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()) {
             v = (int64_t)it->get<double>();
         } else {
-            throw ConfigError(join_path(path, key), "must be an integer, got " + it->dump());
+            throw ConfigError(join_path(path, key), "must be an integer, got " + json_text(*it));
         }
     }
     if (v < min_value || v > max_value) {
@@ -66,7 +68,7 @@ int64_t get_int(const json& obj, const std::string& path, const std::string& key
 uint32_t get_size(const json& obj, const std::string& path, const std::string& key, uint32_t fallback) {
     auto it = obj.find(key);
     if (it != obj.end() && it->is_number() && it->get<double>() <= 0) {
-        throw ConfigError(join_path(path, key), "must be a positive integer, got " + it->dump());
+        throw ConfigError(join_path(path, key), "must be a positive integer, got " + json_text(*it));
     }
     return (uint32_t)get_int(obj, path, key, fallback, 1, UINT32_MAX);
 }
@@ -74,14 +76,14 @@ uint32_t get_size(const json& obj, const std::string& path, const std::string& k
 bool get_bool(const json& obj, const std::string& path, const std::string& key, bool fallback) {
     auto it = obj.find(key);
     if (it == obj.end()) return fallback;
-    if (!it->is_boolean()) throw ConfigError(join_path(path, key), "must be true or false, got " + it->dump());
+    if (!it->is_boolean()) throw ConfigError(join_path(path, key), "must be true or false, got " + json_text(*it));
     return it->get<bool>();
 }
 
 std::string get_string(const json& obj, const std::string& path, const std::string& key, const std::string& fallback) {
     auto it = obj.find(key);
     if (it == obj.end()) return fallback;
-    if (!it->is_string()) throw ConfigError(join_path(path, key), "must be a string, got " + it->dump());
+    if (!it->is_string()) throw ConfigError(join_path(path, key), "must be a string, got " + json_text(*it));
     return it->get<std::string>();
 }
 

@@ -15,6 +15,9 @@ using json = nlohmann::json;
 
 // "encoding" + "n_levels" -> "encoding.n_levels"
 std::string join_path(const std::string& path, const std::string& key);
+// A value as JSON text for a message; bytes that are not UTF-8 become U+FFFD
+// (json::dump() would throw on them).
+std::string json_text(const json& value);
 
 // Case-insensitive comparison, as tiny-cuda-nn matches otype names.
 bool equals_ignore_case(const std::string& a, const std::string& b);

@@ -99,7 +99,7 @@ Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path
                        bytes[at + 3];
             };
             const uint32_t w = be32(16), h = be32(20);
-            if (w == 0 || h == 0 || (uint64_t)w * h > (1u << 28)) {
+            if (w == 0 || h == 0 || (uint64_t)w * h > kMaxLoadedPixels) {
                 fail_load(path, "the PNG header claims " + std::to_string(w) + "x" + std::to_string(h) +
                                     " pixels (" + (w == 0 || h == 0 ? "no pixels" : "too large to decode") + ")");
             }
@@ -108,6 +108,7 @@ Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path
     }
     // stb rejects most empty images itself; this also covers formats it lets through.
     check_image_dimensions(width, height, channels, path);
+    check_loaded_image_size(width, height, path);  // before stb allocates what the header claims
 
     if (stbi_is_hdr_from_memory(data, size)) {
         const std::string problem = radiance_data_problem(bytes, (size_t)width, (size_t)height);
@@ -156,6 +157,13 @@ const char* to_string(ColorSpace space) { return space == ColorSpace::Srgb ? "sR
 std::string Image::describe() const {
     return std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels) + " " +
            to_string(color_space) + ", " + format_bytes(bytes());
+}
+
+void check_loaded_image_size(int64_t width, int64_t height, const std::string& path) {
+    if (width > 0 && height > 0 && (uint64_t)width * (uint64_t)height > kMaxLoadedPixels) {
+        throw InputError("cannot load image '" + path + "': it is " + std::to_string(width) + "x" +
+                         std::to_string(height) + " pixels, more than the 2^27 (e.g. 16384x8192) fusedngp loads");
+    }
 }
 
 void check_image_dimensions(int width, int height, int channels, const std::string& path) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ Image make_image(int width, int height, int channels, ColorSpace space, const st
 
 // Throws InputError naming `path` unless width, height >= 1 and channels in [1, 4].
 void check_image_dimensions(int width, int height, int channels, const std::string& path);
+// The largest image a loader accepts: 2^27 pixels (e.g. 16384 x 8192; 2 GiB
+// as 4-channel floats). A header that claims more is an InputError naming the
+// file before anything is decoded or allocated.
+constexpr uint64_t kMaxLoadedPixels = uint64_t(1) << 27;
+void check_loaded_image_size(int64_t width, int64_t height, const std::string& path);
 
 // Exact sRGB transfer functions (IEC 61966-2-1, piecewise with the linear toe).
 double srgb_to_linear(double encoded);
