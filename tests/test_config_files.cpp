@@ -77,6 +77,15 @@ TEST_F(ConfigFileTest, MalformedJsonNamesFileLineAndColumn) {
     EXPECT_TRUE(contains(msg, "unexpected '}'")) << msg;
 }
 
+// Found by scripts/fuzz (config): nlohmann reports a number too large for a
+// double as out_of_range, not as a parse error, and it escaped as such.
+TEST_F(ConfigFileTest, NumberTooLargeIsMalformedJson) {
+    const std::string path = write("overflow.json", "{\"network\": {\"n_neurons\": 1e999}}\n");
+    const std::string msg = config_error_message(path);
+    EXPECT_TRUE(contains(msg, path + ": malformed JSON: number overflow")) << msg;
+    EXPECT_FALSE(contains(msg, "[json.exception")) << msg;
+}
+
 TEST_F(ConfigFileTest, TruncatedJsonReportsTheEnd) {
     const std::string path = write("truncated.json", "{\n  \"loss\": {\n");
     const std::string msg = config_error_message(path);

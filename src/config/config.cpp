@@ -68,6 +68,10 @@ json load_config_file(const std::string& path) {
         const TextPosition pos = position_of(text, e.byte > 0 ? e.byte - 1 : 0);
         throw ConfigError("", path + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) +
                                   ": malformed JSON: " + parse_error_reason(e.what()));
+    } catch (const json::exception& e) {  // a number too large for a double (found by scripts/fuzz)
+        const std::string what = e.what();
+        const size_t tag_end = what.find("] ");
+        throw ConfigError("", path + ": malformed JSON: " + (tag_end == std::string::npos ? what : what.substr(tag_end + 2)));
     }
     if (!config.is_object()) {
         throw ConfigError("", path + ": the root of a config must be a JSON object, got " +

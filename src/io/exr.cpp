@@ -143,13 +143,15 @@ Image decode_exr(const std::vector<uint8_t>& bytes, const std::string& path) {
         if (header.pixel_types[i] == TINYEXR_PIXELTYPE_HALF) header.requested_pixel_types[i] = TINYEXR_PIXELTYPE_FLOAT;
     }
 
-    check_loaded_image_size(header.data_window.max_x - header.data_window.min_x + 1,
-                            header.data_window.max_y - header.data_window.min_y + 1, path);
+    check_loaded_image_size((int64_t)header.data_window.max_x - header.data_window.min_x + 1,
+                            (int64_t)header.data_window.max_y - header.data_window.min_y + 1, path);
     EXRImage exr;
     InitEXRImage(&exr);
-    ImageGuard image_guard{&exr};  // before the load: a failed load may leave planes allocated
+    // A failed load frees what it allocated but leaves the pointers set: the
+    // guard only after success (FreeEXRImage would free them twice).
     code = LoadEXRImageFromMemory(&exr, &header, bytes.data(), bytes.size(), &err);
     if (code != TINYEXR_SUCCESS) fail(path, "corrupt or truncated OpenEXR data (" + take_error(err, code) + ")");
+    ImageGuard image_guard{&exr};
 
     Image out = make_image(exr.width, exr.height, (int)picked.size(), ColorSpace::Linear, path);
     if (header.tiled) {

@@ -178,7 +178,7 @@ Camera load_camera_file(const std::string& path, uint32_t default_width, uint32_
     json obj;
     try {
         obj = json::parse(bytes.begin(), bytes.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse errors, and number overflow (1e999)
         throw InputError("camera file '" + path + "': not valid JSON: " + e.what());
     }
     return camera_from_json(obj, path, default_width, default_height);

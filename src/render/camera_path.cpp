@@ -105,7 +105,7 @@ CameraPath load_camera_path(const std::string& file, uint32_t default_width, uin
     json obj;
     try {
         obj = json::parse(bytes.begin(), bytes.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse errors, and number overflow (1e999)
         throw InputError(file + ": camera path is not valid JSON: " + e.what());
     }
     if (!obj.is_object()) throw InputError(file + ": camera path must be a JSON object with \"keyframes\"");
