@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -53,6 +55,35 @@ double cell_mean(const Image& image, double x0, double y0, double x1, double y1,
         }
     }
     return n ? sum / n : 0;
+}
+
+// Without a display (no DISPLAY, no WAYLAND_DISPLAY) the app says so in one
+// line, points to the headless command and exits 2, writing nothing.
+TEST(GuiApp, NoDisplayIsOneLineAndExitTwo) {
+#ifndef FUSEDNGP_HAVE_GUI
+    GTEST_SKIP() << "built without the desktop app (FUSEDNGP_GUI=OFF)";
+#else
+    struct Unset {
+        std::string name, value;
+        bool had = false;
+        explicit Unset(const char* n) : name(n) {
+            if (const char* v = std::getenv(n)) had = true, value = v;
+            unsetenv(n);
+        }
+        ~Unset() {
+            if (had) setenv(name.c_str(), value.c_str(), 1);
+        }
+    } display("DISPLAY"), wayland("WAYLAND_DISPLAY");
+    auto dir = make_temp_dir("gui_no_display");
+    const std::string image = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
+    const std::string shot = (dir / "shot.png").string();
+    const CliResult r = run_cli("gui " + image + " --backend cpu --frames 2 --screenshot " + shot);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("cannot open a window"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("fusedngp train"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(shot));
+#endif
 }
 
 } // namespace
