@@ -78,7 +78,8 @@ TEST(NonFiniteSteps, CpuBackendReportsSkippedStepsInItsDiagnostics) {
     for (int i = 0; i < 20; ++i) non_finite += std::isfinite(backend.train_step(64)) ? 0 : 1;
     EXPECT_GT(non_finite, 0u) << "the poisoned pixel was never sampled";
     EXPECT_EQ(backend.diagnostics().at("skipped_steps").get<uint64_t>(), non_finite);
-    EXPECT_EQ(backend.step(), 20u - non_finite);
+    EXPECT_EQ(backend.step(), 20u);  // skipped steps count as taken, as on the GPU
+    EXPECT_EQ(backend.save_state().step, 20u - non_finite);  // the optimizer's own count
     std::vector<float> params = backend.save_state().params;
     for (float p : params) ASSERT_TRUE(std::isfinite(p));
 }

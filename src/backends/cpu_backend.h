@@ -15,7 +15,9 @@ public:
     float train_step(uint32_t batch_size) override;
     // skipped_steps: steps whose loss was not finite (Trainer::step skips them).
     json diagnostics() override { return {{"skipped_steps", trainer_.skipped_steps()}}; }
-    uint64_t step() const override { return trainer_.optimizer().step_count(); }
+    // Steps taken, skipped ones included (as the CUDA backend counts): the
+    // training loop's --steps and progress count them.
+    uint64_t step() const override { return trainer_.optimizer().step_count() + trainer_.skipped_steps(); }
     void inference(const Matrix<float>& inputs, Matrix<float>& outputs) override;
 
     size_t n_params() const override { return trainer_.model().n_params(); }
