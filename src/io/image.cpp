@@ -109,6 +109,13 @@ Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path
     // stb rejects most empty images itself; this also covers formats it lets through.
     check_image_dimensions(width, height, channels, path);
     check_loaded_image_size(width, height, path);  // before stb allocates what the header claims
+    // A header claiming far more pixels than the file can hold would only make
+    // stb fill a huge buffer with nothing (scripts/fuzz: 19 bytes that stb
+    // reads as a TGA of 10^8 pixels).
+    if ((uint64_t)width * (uint64_t)height > kMaxPixelsPerFileByte * (uint64_t)bytes.size() + 4096) {
+        fail_load(path, "the header claims " + std::to_string(width) + "x" + std::to_string(height) +
+                            " pixels, more than a file of " + std::to_string(bytes.size()) + " bytes can hold");
+    }
 
     if (stbi_is_hdr_from_memory(data, size)) {
         const std::string problem = radiance_data_problem(bytes, (size_t)width, (size_t)height);

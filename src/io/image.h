@@ -57,6 +57,10 @@ void check_image_dimensions(int width, int height, int channels, const std::stri
 // file before anything is decoded or allocated.
 constexpr uint64_t kMaxLoadedPixels = uint64_t(1) << 27;
 void check_loaded_image_size(int64_t width, int64_t height, const std::string& path);
+// stb formats: a file of N bytes holds at most this many pixels per byte
+// (deflate packs at most 1032 bytes into one, a 1-bit PNG 8 pixels into a
+// byte: 8256; twice that for room).
+constexpr uint64_t kMaxPixelsPerFileByte = 16384;
 
 // Exact sRGB transfer functions (IEC 61966-2-1, piecewise with the linear toe).
 double srgb_to_linear(double encoded);
