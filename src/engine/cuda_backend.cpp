@@ -660,34 +660,6 @@ void CudaBackend::inference(const Matrix<float>& inputs, Matrix<float>& outputs)
     });
 }
 
-void CudaBackend::render_rgba(float* d_rgba, uint32_t width, uint32_t height) {
-    const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
-    const uint32_t n_enc_out = host_model_.encoding().n_output_dims();
-    if (n_in != 2) throw InputError("render_rgba: the model takes " + std::to_string(n_in) + " inputs, not 2 (image mode)");
-    const size_t n_pixels = (size_t)width * height;
-    if (n_pixels == 0) return;
-    const uint32_t chunk = (uint32_t)std::min<size_t>(n_pixels, kInferenceChunk);
-    synchronize();
-    translating_out_of_memory([&] {
-        // Kept between frames: the same size every frame, no allocation per render.
-        render_in_.resize((size_t)kInferenceChunk * n_in);
-        render_encoded_.resize((size_t)kInferenceChunk * n_enc_out);
-        render_out_.resize((size_t)kInferenceChunk * n_out);
-        const float* weights = optimizer_->inference_params(params_.data());
-        if (weights != params_.data()) refresh_component_params(weights);
-        for (size_t first = 0; first < n_pixels; first += chunk) {
-            const uint32_t n = (uint32_t)std::min<size_t>(chunk, n_pixels - first);
-            gpu::launch_pixel_centres(width, height, first, n, render_in_.data(), stream_);
-            encoding_->forward(const_rows(render_in_.data(), n_in), rows(render_encoded_.data(), n_enc_out), n, stream_);
-            mlp_->inference(render_encoded_.data(), render_out_.data(), n, stream_);
-            gpu::launch_to_rgba(render_out_.data(), n_out, n, d_rgba + first * 4, stream_);
-        }
-        if (weights != params_.data()) refresh_component_params(params_.data());
-        FUSEDNGP_GPU_CHECK(cudaGetLastError());
-        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
-    });
-}
-
 void CudaBackend::publish_display() {
     translating_out_of_memory([&] { display_.publish(optimizer_->inference_params(params_.data()), stream_); });
 }
@@ -710,7 +682,7 @@ bool CudaBackend::render_rgba_beside_training(float* d_rgba, uint32_t width, uin
     const cudaStream_t stream = display_stream();
     const uint32_t chunk = (uint32_t)std::min<size_t>(n_pixels, kInferenceChunk);
     translating_out_of_memory([&] {
-        // The UI thread's own buffers (render_rgba's): the worker never touches them.
+        // The UI thread's own buffers: the worker never touches them.
         render_in_.resize((size_t)kInferenceChunk * n_in);
         render_out_.resize((size_t)kInferenceChunk * n_out);
         for (size_t first = 0; first < n_pixels; first += chunk) {

@@ -135,13 +135,6 @@ public:
     gpu::GpuMlp& mlp() { return *mlp_; }
     // Auto's measurement, once made (batch 0 before).
     const gpu::KernelTiming& auto_timing() const { return auto_timing_; }
-    // The GUI's display path: renders the model (inference parameters) at
-    // every pixel centre of a width x height image straight into device
-    // memory, RGBA float4 per pixel, row 0 = top (e.g. a mapped GL PBO).
-    // Enqueued on the backend's stream, which is synchronised before return
-    // so the caller may unmap the buffer.
-    void render_rgba(float* d_rgba, uint32_t width, uint32_t height);
-
     // Device-side inference for the 3-D modes (sphere tracing, marching
     // cubes, IoU on the GPU): d_in [n][n_input_dims] -> d_out
     // [n][n_output_dims], both device memory. Runs on the backend's stream,
@@ -167,7 +160,9 @@ public:
     void publish_display();
     DisplayCopies::Lease display_lease() { return display_.lease(); }
     cudaStream_t display_stream();
-    // render_rgba beside training: from the newest display copy on
+    // The image view: the model at every pixel centre of a width x height
+    // image, RGBA float4 per pixel, row 0 = top, into device memory (a mapped
+    // GL PBO), from the newest display copy on
     // display_stream(), synchronised before return. False (nothing written)
     // before the first copy is ready.
     bool render_rgba_beside_training(float* d_rgba, uint32_t width, uint32_t height);
@@ -229,7 +224,7 @@ private:
     gpu::DeviceBuffer<float> inputs_, targets_, encoded_, outputs_, doutputs_, dencoded_;
     gpu::DeviceBuffer<StepReadback> readback_;  // this step's loss and overflow flag
     uint32_t batch_capacity_ = 0;
-    gpu::DeviceBuffer<float> render_in_, render_encoded_, render_out_;  // render_rgba's chunk scratch
+    gpu::DeviceBuffer<float> render_in_, render_out_;  // render_rgba_beside_training's chunk scratch (UI thread)
     gpu::DeviceBuffer<float> device_inference_encoded_;                 // inference_device's chunk scratch
     bool in_device_inference_ = false;
     cudaEvent_t join_event_ = nullptr;  // orders inference_device against the caller's stream
