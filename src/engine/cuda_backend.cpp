@@ -675,7 +675,7 @@ cudaStream_t CudaBackend::display_stream() {
 
 bool CudaBackend::render_rgba_beside_training(float* d_rgba, uint32_t width, uint32_t height) {
     const uint32_t n_in = host_model_.n_input_dims(), n_out = host_model_.n_output_dims();
-    if (n_in != 2) throw InputError("render_rgba: the model takes " + std::to_string(n_in) + " inputs, not 2 (image mode)");
+    if (n_in != 2) throw InputError("the image view: the model takes " + std::to_string(n_in) + " inputs, not 2 (image mode)");
     const size_t n_pixels = (size_t)width * height;
     DisplayCopies::Lease model = display_.lease();
     if (!model) return false;
