@@ -258,6 +258,42 @@ TEST(NerfRayMarch, OneOccupiedCellGetsOnlyItsLatticePoints) {
     }
 }
 
+// The fixed-step walk skips empty cells, yet emits the lattice points
+// lattice_t(t_start, k) whose tested cell is occupied, each tested on its own
+// (what the GPU's warp march does, 32 at a time).
+TEST(NerfRayMarch, FixedStepWalkEmitsEveryOccupiedLatticePoint) {
+    const MarchSettings m{0.f, 2, 1024};
+    std::vector<uint8_t> bits((size_t)m.n_cascades * kGridCells / 8, 0);
+    Rng rng(11);
+    for (uint32_t i = 0; i < m.n_cascades * kGridCells; ++i)
+        if (rng.uniform(0.f, 1.f) < 0.05f) set_bit(bits, i);
+    const Box3 bounds = cascade_box(m.n_cascades - 1);
+    int same = 0, with_samples = 0;
+    const int n_rays = 2000;
+    for (int r = 0; r < n_rays; ++r) {
+        const Vec3 o{rng.uniform(-1.f, 2.f), rng.uniform(-1.f, 2.f), 3.f};
+        const Vec3 d = normalize(Vec3{0.5f, 0.5f, 0.5f} + Vec3{rng.uniform(-.3f, .3f), rng.uniform(-.3f, .3f), 0} - o);
+        const float jitter = rng.uniform(0.f, 1.f);
+        std::vector<Sample> walk, each;
+        march_ray(o, d, bounds, jitter, bits.data(), m, [&](Vec3 p, float t, float dt) { walk.push_back({p, t, dt}); });
+        const MarchCursor c = march_start(o, d, bounds, jitter, m);
+        for (uint32_t k = 0; (int)each.size() < m.max_samples; ++k) {
+            const float t = lattice_t(c.t_start, k);
+            if (!(t <= c.t1)) break;
+            const Vec3 p = ray_point(o, d, t);
+            if (lattice_point_occupied(p, kMinStep, bits.data(), m)) each.push_back({p, t, kMinStep});
+        }
+        bool equal = walk.size() == each.size();
+        for (size_t i = 0; equal && i < walk.size(); ++i) equal = walk[i].t == each[i].t && walk[i].dt == each[i].dt;
+        same += equal;
+        with_samples += !each.empty();
+    }
+    EXPECT_GT(with_samples, n_rays / 2);
+    // A lattice point within float rounding of a cell face may be skipped
+    // with the cell before it: allow one ray in 500.
+    EXPECT_GE(same, n_rays - n_rays / 500) << same << " of " << n_rays;
+}
+
 TEST(NerfRayMarch, LongStepsTestCoarserCascades) {
     EXPECT_EQ(dt_cascade(kMinStep, 8), 0);            // 2 dt < 1/128
     EXPECT_EQ(dt_cascade(1.f / 256, 8), 0);           // 2 dt = 1/128: still cascade 0

@@ -53,14 +53,21 @@ struct NerfTrainingRaysArgs {
     uint32_t* ray_count = nullptr;    // [n_rays], kDroppedRay when dropped
     float* ray_target = nullptr;      // [n_rays][3]
     float* ray_background = nullptr;  // [n_rays][3]
-    // [0] samples asked for (may exceed capacity), [1] rays kept, [2] samples
-    // kept. Zeroed by the caller.
+    // Written: [0] samples asked for (may exceed capacity), [1] rays kept,
+    // [2] samples kept.
     uint32_t* counters = nullptr;
+    void* scan_temp = nullptr;  // nerf_ray_scan_temp_bytes(n_rays) bytes
+    size_t scan_temp_bytes = 0;
 };
 
+// Scratch bytes the launches below need for up to max_rays rays.
+size_t nerf_ray_scan_temp_bytes(uint32_t max_rays);
+
 // Draws the step's rays (nerf/training_rays.h), marches them and writes their
-// samples into consecutive ranges of the buffers (order between rays is
-// arbitrary); a ray whose range would pass the capacity is dropped.
+// samples into consecutive ranges of the buffers, in ray order; the rays
+// whose range would pass the capacity (the last ones) are dropped. A fixed
+// step (cone 0) marches each ray with a warp, 32 lattice points at a time;
+// a cone, each ray with a thread.
 void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream);
 
 struct NerfCompactArgs {
@@ -71,14 +78,20 @@ struct NerfCompactArgs {
     NerfSampleBuffers in, out;
     uint32_t* out_first = nullptr;
     uint32_t* out_count = nullptr;
-    // [0] samples asked for, [1] rays kept, [2] samples kept. Zeroed by the caller.
+    // The march's rays kept (its counters[1]): the rays dropped when
+    // marching are the ones from there on.
+    const uint32_t* rays_limit = nullptr;
+    // Written: [0] samples asked for, [1] rays kept, [2] samples kept.
     uint32_t* counters = nullptr;
+    void* scan_temp = nullptr;
+    size_t scan_temp_bytes = 0;
 };
 
 // Compaction (instant-ngp's): per ray, the samples render_ray would composite
 // (volume_rendering.h samples_used, early termination) are copied into
-// consecutive ranges of `out`; rays whose range would pass its capacity, or
-// that were dropped when marching, are dropped (out_count kDroppedRay).
+// consecutive ranges of `out`, in ray order; rays whose range would pass its
+// capacity, or that were dropped when marching, are dropped (out_count
+// kDroppedRay).
 void launch_nerf_compact_rays(const NerfCompactArgs& args, cudaStream_t stream);
 
 // dst[i][offset + j] = src[i][j], j < cols, for i < n (strided rows).

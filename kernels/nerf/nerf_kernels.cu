@@ -10,8 +10,6 @@
 #include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
 
-#include <cooperative_groups.h>
-#include <cooperative_groups/scan.h>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -21,8 +19,6 @@
 namespace fusedngp::gpu {
 namespace {
 
-namespace cg = cooperative_groups;
-
 constexpr uint32_t kThreads = 128;
 // Per-ray kernels: a step has ~10^4 rays, each a long dependent loop, so
 // small blocks spread them over all SMs.
@@ -30,31 +26,14 @@ constexpr uint32_t kRayThreads = 64;
 
 uint32_t blocks_for(size_t n, uint32_t threads = kThreads) { return (uint32_t)((n + threads - 1) / threads); }
 
-// *counter += n for every thread that calls it, with one atomic per group of
-// threads arriving together (every ray of a step adds to the same three
-// counters); returns this thread's old value, as atomicAdd would.
-__device__ uint32_t aggregated_add(uint32_t* counter, uint32_t n) {
-    const cg::coalesced_group g = cg::coalesced_threads();
-    const uint32_t prefix = cg::exclusive_scan(g, n);
-    const uint32_t total = g.shfl(prefix + n, g.size() - 1);
-    uint32_t base = 0;
-    if (g.thread_rank() == 0) base = atomicAdd(counter, total);
-    return g.shfl(base, 0) + prefix;
-}
+constexpr uint32_t kFullMask = 0xFFFFFFFFu;
+// Warp-per-ray kernels: 4 rays per block.
+constexpr uint32_t kWarpRayThreads = 128;
 
-// Reserves n consecutive samples of a buffer of `capacity` for ray r
-// (counters: samples asked for, rays kept, samples kept); a ray that does not
-// fit is dropped (count kDroppedRay). Returns whether it was kept.
-__device__ bool reserve_samples(uint32_t r, uint32_t n, uint32_t capacity, uint32_t* counters, uint32_t* first,
-                                uint32_t* count) {
-    const uint32_t base = aggregated_add(&counters[0], n);
-    const bool fits = (uint64_t)base + (uint64_t)n <= capacity;
-    aggregated_add(&counters[1], fits ? 1u : 0u);
-    aggregated_add(&counters[2], fits ? n : 0u);
-    first[r] = fits ? base : 0;
-    count[r] = fits ? n : kDroppedRay;
-    return fits;
-}
+uint32_t warp_blocks_for(uint32_t n_rays) { return (n_rays + kWarpRayThreads / 32 - 1) / (kWarpRayThreads / 32); }
+
+__device__ uint32_t warp_ray_index() { return (blockIdx.x * blockDim.x + threadIdx.x) / 32; }
+__device__ uint32_t lane_index() { return threadIdx.x & 31u; }
 
 __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec3 dir, float t, float dt) {
     s.positions[3 * (size_t)i + 0] = p.x;
@@ -68,47 +47,192 @@ __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec
     s.dt[i] = dt;
 }
 
-// ---- Training rays -------------------------------------------------------------
+// Marches a fixed-step ray (cone 0) with the calling warp, all 32 lanes with
+// the same arguments: each round tests 32 consecutive lattice points, one per
+// lane, so the bitfield reads of a ray overlap instead of following one
+// another. Calls emit(i, p, t) on the lane holding sample i (< max_samples);
+// returns the sample count. The samples are march_ray's: every lattice point
+// whose tested cell is occupied (ray_marching_math.h).
+template <typename Emit>
+__device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCursor& c, const uint8_t* bits,
+                                     const nerf::MarchSettings& m, Emit&& emit) {
+    if (!(c.t <= c.t1)) return 0;
+    const uint32_t lane = lane_index();
+    const uint32_t lanes_below = (1u << lane) - 1u;
+    int n = 0;
+    for (uint32_t k0 = c.k;; k0 += 32) {
+        const float t = nerf::lattice_t(c.t_start, k0 + lane);
+        const bool inside = t <= c.t1;
+        Vec3 p{0, 0, 0};
+        bool occupied = false;
+        if (inside) {
+            p = nerf::ray_point(origin, dir, t);
+            occupied = nerf::lattice_point_occupied(p, nerf::kMinStep, bits, m);
+        }
+        const uint32_t mask = __ballot_sync(kFullMask, occupied);
+        const int i = n + __popc(mask & lanes_below);
+        if (occupied && i < m.max_samples) emit(i, p, t);
+        n += __popc(mask);
+        if (n >= m.max_samples) return m.max_samples;
+        if (__ballot_sync(kFullMask, inside) != kFullMask) return n;
+    }
+}
 
-__global__ void training_rays_kernel(const NerfTrainingRaysArgs a) {
-    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= a.n_rays) return;
+// ---- Training rays -------------------------------------------------------------
+//
+// A step's rays march in three launches: count (each ray's samples), an
+// inclusive scan of the counts (each ray's end), write. Rays are kept in ray
+// order while their samples fit the capacity: the rays dropped are the last
+// ones, and every kept ray's samples are consecutive.
+
+struct TrainingRay {
+    Ray ray;
+    float jitter = 0;
+};
+
+// Ray r of the step (nerf/training_rays.h); write_target also stores its
+// target colour and background.
+__device__ TrainingRay training_ray(const NerfTrainingRaysArgs& a, uint32_t r, bool write_target) {
     const nerf::TrainingRayDraw d = nerf::draw_training_ray(a.key, a.step, r, a.n_frames, a.width, a.height);
-    float target[3];
-    const uint8_t* pixel = a.images + (((size_t)d.frame * a.height + d.y) * a.width + d.x) * 4;
-    nerf::composite_pixel(pixel, d.background, target);
-    for (int c = 0; c < 3; ++c) {
-        a.ray_target[3 * r + c] = target[c];
-        a.ray_background[3 * r + c] = d.background[c];
+    if (write_target) {
+        float target[3];
+        const uint8_t* pixel = a.images + (((size_t)d.frame * a.height + d.y) * a.width + d.x) * 4;
+        nerf::composite_pixel(pixel, d.background, target);
+        for (int c = 0; c < 3; ++c) {
+            a.ray_target[3 * r + c] = target[c];
+            a.ray_background[3 * r + c] = d.background[c];
+        }
     }
     float px = 0, py = 0;
     nerf::training_ray_pixel(d, a.snap_to_pixel_centers, &px, &py);
-    const Ray ray = camera_ray(a.cameras[d.frame], px, py);
-    // Two marches: count, reserve a range, then write (marching is cheap next
-    // to the networks, and a reserved range keeps a ray's samples together).
-    const int n = nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
-                                  [](Vec3, float, float) {});
-    if (!reserve_samples(r, (uint32_t)n, a.samples.capacity, a.counters, a.ray_first, a.ray_count)) return;
-    uint32_t i = a.ray_first[r];
-    nerf::march_ray(ray.origin, ray.direction, a.grid.bounds, d.march_jitter, a.grid.bits, a.grid.march,
-                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, ray.direction, t, dt); });
+    return {camera_ray(a.cameras[d.frame], px, py), d.march_jitter};
 }
 
-// Keeps the samples each ray composites (samples_used on the marched
-// samples' densities), in consecutive ranges of the output buffers.
-__global__ void compact_rays_kernel(const NerfCompactArgs a) {
+__global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
+    const uint32_t r = warp_ray_index();
+    if (r >= a.n_rays) return;
+    const TrainingRay tr = training_ray(a, r, lane_index() == 0);
+    const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
+                                                  a.grid.march);
+    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.march,
+                                        [](int, Vec3, float) {});
+    if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
+}
+
+// Cone marches (t advances by a recurrence): one ray per thread.
+__global__ void count_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= a.n_rays) return;
-    if (a.ray_count[r] == kDroppedRay) {
-        a.out_count[r] = kDroppedRay;
-        return;
+    const TrainingRay tr = training_ray(a, r, true);
+    a.ray_count[r] = (uint32_t)nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
+                                               a.grid.bits, a.grid.march, [](Vec3, float, float) {});
+}
+
+// counters = {samples asked for, rays kept, samples kept} from the inclusive
+// scan `ends` of n ray counts: rays are kept while their end fits the
+// capacity, and no further than `rays_limit` (when given).
+__global__ void reserve_ranges_kernel(const uint32_t* ends, uint32_t n, uint32_t capacity, const uint32_t* rays_limit,
+                                      uint32_t* counters) {
+    uint32_t lo = 0, hi = n;  // the first ray whose end passes the capacity
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (ends[mid] <= capacity) lo = mid + 1;
+        else hi = mid;
     }
-    const uint32_t f = a.ray_first[r];
-    const int n = nerf::samples_used(a.sigma + f, a.in.dt + f, (int)a.ray_count[r]);
-    if (!reserve_samples(r, (uint32_t)n, a.out.capacity, a.counters, a.out_first, a.out_count)) return;
-    const uint32_t base = a.out_first[r];
-    for (int i = 0; i < n; ++i) {
-        const size_t from = f + i, to = base + i;
+    const uint32_t kept = rays_limit ? ::min(lo, *rays_limit) : lo;
+    counters[0] = ends[n - 1];
+    counters[1] = kept;
+    counters[2] = kept > 0 ? ends[kept - 1] : 0;
+}
+
+// Turns (count, end) of ray r into (first, count or kDroppedRay), for the
+// whole warp; returns whether the ray is kept, its first sample and count.
+// `first` holds the ends on entry (read by every lane before lane 0 writes).
+__device__ bool place_ray(uint32_t r, const uint32_t* counters, uint32_t* first, uint32_t* count, uint32_t& base,
+                          uint32_t& n) {
+    n = count[r];
+    base = first[r] - n;
+    const bool kept = r < counters[1];
+    __syncwarp();
+    if (lane_index() == 0) {
+        first[r] = kept ? base : 0;
+        count[r] = kept ? n : kDroppedRay;
+    }
+    return kept;
+}
+
+__global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
+    const uint32_t r = warp_ray_index();
+    if (r >= a.n_rays) return;
+    uint32_t base = 0, n = 0;
+    if (!place_ray(r, a.counters, a.ray_first, a.ray_count, base, n)) return;
+    const TrainingRay tr = training_ray(a, r, false);
+    const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
+                                                  a.grid.march);
+    const Vec3 dir = tr.ray.direction;
+    warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, [&](int i, Vec3 p, float t) {
+        store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
+    });
+}
+
+__global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= a.n_rays) return;
+    const uint32_t n = a.ray_count[r];
+    uint32_t i = a.ray_first[r] - n;
+    const bool kept = r < a.counters[1];
+    a.ray_first[r] = kept ? i : 0;
+    a.ray_count[r] = kept ? n : kDroppedRay;
+    if (!kept) return;
+    const TrainingRay tr = training_ray(a, r, false);
+    nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, a.grid.bits, a.grid.march,
+                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); });
+}
+
+// ---- Compaction -----------------------------------------------------------------
+
+// samples_used (volume_rendering.h) of ray r with its warp: the lanes load
+// and exponentiate 32 samples at once, then every lane runs the same
+// sequential transmittance product over them (the CPU's order of operations).
+__global__ void count_compacted_kernel(const NerfCompactArgs a) {
+    const uint32_t r = warp_ray_index();
+    if (r >= a.n_rays) return;
+    const uint32_t lane = lane_index();
+    const uint32_t n = a.ray_count[r];
+    uint32_t used = 0;
+    if (n != kDroppedRay) {
+        const uint32_t f = a.ray_first[r];
+        const float min_transmittance = nerf::kDefaultMinTransmittance;
+        float trans = 1.f;
+        bool done = false;
+        for (uint32_t j0 = 0; j0 < n && !done; j0 += 32) {
+            const uint32_t j = j0 + lane;
+            const float e = j < n ? nerf::scalar_exp(-a.sigma[f + j] * a.in.dt[f + j]) : 1.f;
+            const uint32_t m = ::min(32u, n - j0);
+            for (uint32_t q = 0; q < m; ++q) {
+                const float e_q = __shfl_sync(kFullMask, e, q);
+                if (!(trans >= min_transmittance)) {
+                    done = true;
+                    break;
+                }
+                trans *= e_q;
+                ++used;
+            }
+        }
+    }
+    if (lane == 0) a.out_count[r] = used;
+}
+
+// Rays marched but dropped have a count of 0 and lie past the march's kept
+// rays, which bound the compacted ones (reserve_ranges_kernel's rays_limit).
+__global__ void copy_compacted_kernel(const NerfCompactArgs a) {
+    const uint32_t r = warp_ray_index();
+    if (r >= a.n_rays) return;
+    uint32_t base = 0, n = 0;
+    if (!place_ray(r, a.counters, a.out_first, a.out_count, base, n)) return;
+    const uint32_t from0 = a.ray_first[r];
+    for (uint32_t j = lane_index(); j < n; j += 32) {
+        const size_t from = from0 + j, to = base + j;
         for (int c = 0; c < 3; ++c) {
             a.out.positions[3 * to + c] = a.in.positions[3 * from + c];
             a.out.directions[to * a.out.direction_stride + c] = a.in.directions[from * a.in.direction_stride + c];
@@ -327,15 +451,45 @@ struct CellOccupied {
 
 } // namespace
 
-void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream) {
-    if (args.n_rays == 0) return;
-    training_rays_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
+size_t nerf_ray_scan_temp_bytes(uint32_t max_rays) {
+    size_t bytes = 0;
+    FUSEDNGP_GPU_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, (const uint32_t*)nullptr, (uint32_t*)nullptr,
+                                                     (int)max_rays));
+    return bytes;
+}
+
+namespace {
+
+// ends = inclusive scan of counts, then the counters (reserve_ranges_kernel).
+void reserve_ranges(const uint32_t* counts, uint32_t* ends, uint32_t n, uint32_t capacity, const uint32_t* rays_limit,
+                    uint32_t* counters, void* temp, size_t temp_bytes, cudaStream_t stream) {
+    FUSEDNGP_GPU_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, counts, ends, (int)n, stream));
+    reserve_ranges_kernel<<<1, 1, 0, stream>>>(ends, n, capacity, rays_limit, counters);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
-void launch_nerf_compact_rays(const NerfCompactArgs& args, cudaStream_t stream) {
-    if (args.n_rays == 0) return;
-    compact_rays_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
+} // namespace
+
+void launch_nerf_training_rays(const NerfTrainingRaysArgs& a, cudaStream_t stream) {
+    if (a.n_rays == 0) return;
+    const bool warp = nerf::fixed_step(a.grid.march);
+    if (warp) count_training_rays_warp_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+    else count_training_rays_thread_kernel<<<blocks_for(a.n_rays, kRayThreads), kRayThreads, 0, stream>>>(a);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+    reserve_ranges(a.ray_count, a.ray_first, a.n_rays, a.samples.capacity, nullptr, a.counters, a.scan_temp,
+                   a.scan_temp_bytes, stream);
+    if (warp) write_training_rays_warp_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+    else write_training_rays_thread_kernel<<<blocks_for(a.n_rays, kRayThreads), kRayThreads, 0, stream>>>(a);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_compact_rays(const NerfCompactArgs& a, cudaStream_t stream) {
+    if (a.n_rays == 0) return;
+    count_compacted_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+    reserve_ranges(a.out_count, a.out_first, a.n_rays, a.out.capacity, a.rays_limit, a.counters, a.scan_temp,
+                   a.scan_temp_bytes, stream);
+    copy_compacted_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

@@ -157,7 +157,7 @@ void NerfCudaTrainer::allocate_buffers() {
     view_rgb_.resize(3 * (size_t)kViewChunkRays);
     size_t scan_bytes = 0;
     gpu::nerf_exclusive_sum(nullptr, nullptr, kViewChunkRays + 1, nullptr, scan_bytes, stream_);
-    scan_temp_.resize(std::max<size_t>(scan_bytes, 1));
+    scan_temp_.resize(std::max<size_t>({scan_bytes, gpu::nerf_ray_scan_temp_bytes(max_rays_), 1}));
 }
 
 void NerfCudaTrainer::upload_dataset() {
@@ -305,6 +305,8 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     a.ray_target = ray_target_.data();
     a.ray_background = ray_background_.data();
     a.counters = &state->march[0];
+    a.scan_temp = scan_temp_.data();
+    a.scan_temp_bytes = scan_temp_.size();
     gpu::launch_nerf_training_rays(a, stream_);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(slots_[slot].phase[2], stream_));
 
@@ -320,7 +322,10 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     c.out = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
     c.out_first = ray_first_.data();
     c.out_count = ray_count_.data();
+    c.rays_limit = &state->march[1];
     c.counters = &state->compact[0];
+    c.scan_temp = scan_temp_.data();
+    c.scan_temp_bytes = scan_temp_.size();
     gpu::launch_nerf_compact_rays(c, stream_);
 }
 
@@ -489,6 +494,16 @@ json NerfCudaTrainer::diagnostics() const {
 void NerfCudaTrainer::set_learning_rate(double lr) {
     density_->set_learning_rate(lr, stream_);
     colour_->set_learning_rate(lr, stream_);
+}
+
+std::vector<std::vector<float>> NerfCudaTrainer::marched_sample_t() {
+    synchronize();
+    const std::vector<uint32_t> first = marched_first_.download(), count = marched_count_.download();
+    const std::vector<float> t = marched_t_.download();
+    std::vector<std::vector<float>> rays(last_.rays);
+    for (uint32_t r = 0; r < last_.rays; ++r)
+        if (count[r] != gpu::kDroppedRay) rays[r].assign(t.begin() + first[r], t.begin() + first[r] + count[r]);
+    return rays;
 }
 
 float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, std::vector<float>* density_grads,

@@ -66,6 +66,9 @@ public:
     // parameter vectors, the host layout). Synchronous.
     float loss_and_gradients(const nerf::NerfBatch<float>& batch, std::vector<float>* density_grads,
                              std::vector<float>* colour_grads);
+    // The newest finished step's marched samples: t of each sample, per ray
+    // (empty for a dropped ray). Synchronous.
+    std::vector<std::vector<float>> marched_sample_t();
     // Rays the next step will draw (adapted to the sample budget).
     uint32_t rays_per_step() const { return n_rays_; }
     uint64_t skipped_steps() const { return skipped_steps_; }

@@ -35,10 +35,15 @@
 //
 // Sample positions. A ray enters the marching box at t0 (>= 0) and the march
 // starts at t = t0 + jitter * dt(t0), jitter in [0,1) from the caller (0 for a
-// fixed lattice, random in training against aliasing). From then on t only
-// advances by t <- t + dt(t): the candidate samples are one fixed lattice per
-// ray (instant-ngp's cone lattice is the closed form of the same recurrence in
-// its "stepping space"; ours is the plain recurrence, identical for cone 0).
+// fixed lattice, random in training against aliasing). The candidate samples
+// are one fixed lattice per ray. With cone 0 it is closed-form,
+// t_k = fma(k, kMinStep, t_start) (lattice_t), so any lattice point can be
+// computed on its own: the GPU marches a ray with a warp, 32 lattice points at
+// a time, and gets the same points as this sequential walk. With a cone t
+// advances by the plain recurrence t <- t + dt(t) (instant-ngp's cone lattice
+// is the closed form of the same recurrence in its "stepping space"). Points
+// are p = fma(dir, t, origin) per axis (ray_point), one rounding on every
+// backend.
 // At each lattice point p = o + t dir the march tests p's cell bit in the
 // lookup cascade
 //   march_cascade(p, dt) = max(cascade_of(p), dt_cascade(dt)),
@@ -225,18 +230,49 @@ FUSEDNGP_HD float skip_empty_cell(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k
     return t;
 }
 
+// ---- The fixed-step lattice (cone 0) ---------------------------------------
+
+// Lattice point k of a march that starts at t_start; fmaf rounds once on the
+// host and on the device alike.
+FUSEDNGP_HD float lattice_t(float t_start, uint32_t k) { return fmaf((float)k, kMinStep, t_start); }
+
+FUSEDNGP_HD Vec3 ray_point(Vec3 origin, Vec3 dir, float t) {
+    return {fmaf(dir.x, t, origin.x), fmaf(dir.y, t, origin.y), fmaf(dir.z, t, origin.z)};
+}
+
+// The first lattice index >= k_min whose point lies at or past t_target.
+FUSEDNGP_HD uint32_t first_lattice_index_at(float t_start, float t_target, uint32_t k_min) {
+    const float guess = ceilf((t_target - t_start) / kMinStep);
+    uint32_t k = guess > (float)k_min ? (guess < 1.6e7f ? (uint32_t)guess : 16000000u) : k_min;
+    while (k > k_min && lattice_t(t_start, k - 1) >= t_target) --k;
+    while (lattice_t(t_start, k) < t_target) ++k;
+    return k;
+}
+
 struct MarchSettings {
     float cone_angle = 0.f;  // 0: fixed step kMinStep
     int n_cascades = 1;
     int max_samples = 1024;  // per ray
 };
 
-// Where a march resumes: the next lattice point `t` and the box's exit `t1`.
-// A march in segments (march_start, then march_segment until it finishes)
-// visits exactly the lattice of one march_ray call.
+FUSEDNGP_HD bool fixed_step(const MarchSettings& m) { return m.cone_angle == 0.f; }
+
+// Whether the lattice point p (a step dt) emits a sample: its cell in the
+// lookup cascade is occupied.
+FUSEDNGP_HD bool lattice_point_occupied(Vec3 p, float dt, const uint8_t* bits, const MarchSettings& m) {
+    const int k = march_cascade(p, dt, m.n_cascades);
+    return k < m.n_cascades && grid_bit(bits, grid_index(k, cell_of(p, k)));
+}
+
+// Where a march resumes: the next lattice point `t` (index `k` of the fixed
+// lattice that starts at t_start) and the box's exit `t1`. A march in
+// segments (march_start, then march_segment until it finishes) visits
+// exactly the lattice of one march_ray call.
 struct MarchCursor {
     float t = 0, t1 = -1;  // t1 < t: finished (or the ray misses the box)
     int emitted = 0;       // samples emitted so far (max_samples caps them)
+    float t_start = 0;     // fixed step: t = lattice_t(t_start, k)
+    uint32_t k = 0;
 };
 
 // The cursor at the first lattice point, jitter in [0, 1) of a step past the
@@ -247,6 +283,7 @@ FUSEDNGP_HD MarchCursor march_start(Vec3 origin, Vec3 dir, const Box3& bounds, f
     if (!ray_box_interval(origin, safe_inverse(dir), bounds, t0, t1)) return c;
     c.t = t0 + jitter * march_step(t0, m.cone_angle, m.n_cascades);
     c.t1 = t1;
+    c.t_start = c.t;
     return c;
 }
 
@@ -261,21 +298,28 @@ template <typename Emit>
 FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emit, const uint8_t* bits,
                               const MarchSettings& m, Emit&& emit) {
     const Vec3 inv_dir = safe_inverse(dir);
+    const bool fixed = fixed_step(m);
     float t = c.t;
+    uint32_t k = c.k;
     int n = 0;
+    // One lattice step (fixed: the next index; the cone: the recurrence).
+    auto advance = [&](float dt) {
+        if (fixed) t = lattice_t(c.t_start, ++k);
+        else t += dt;
+    };
     // The last cell tested and its bit: consecutive lattice points in one
     // occupied cell (about four at the finest step) read the bitfield once.
     uint32_t last_index = 0xFFFFFFFFu;
     bool last_bit = false;
     while (t <= c.t1 && c.emitted + n < m.max_samples && n < max_emit) {
-        const Vec3 p = origin + dir * t;
+        const Vec3 p = ray_point(origin, dir, t);
         const float dt = march_step(t, m.cone_angle, m.n_cascades);
-        const int k = march_cascade(p, dt, m.n_cascades);
-        if (k >= m.n_cascades) {  // bounds larger than the grid: nothing there
-            t += dt;
+        const int kc = march_cascade(p, dt, m.n_cascades);
+        if (kc >= m.n_cascades) {  // bounds larger than the grid: nothing there
+            advance(dt);
             continue;
         }
-        const uint32_t index = grid_index(k, cell_of(p, k));
+        const uint32_t index = grid_index(kc, cell_of(p, kc));
         if (index != last_index) {
             last_index = index;
             last_bit = grid_bit(bits, index);
@@ -283,12 +327,17 @@ FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emi
         if (last_bit) {
             emit(p, t, dt);
             ++n;
-            t += dt;
+            advance(dt);
+        } else if (fixed) {
+            const float t_exit = t + distance_to_exit(p, dir, inv_dir, cell_box(kc, cell_of(p, kc)));
+            k = first_lattice_index_at(c.t_start, t_exit, k + 1);
+            t = lattice_t(c.t_start, k);
         } else {
-            t = skip_empty_cell(t, p, dir, inv_dir, k, m.cone_angle, m.n_cascades);
+            t = skip_empty_cell(t, p, dir, inv_dir, kc, m.cone_angle, m.n_cascades);
         }
     }
     c.t = t;
+    c.k = k;
     c.emitted += n;
     return n;
 }
