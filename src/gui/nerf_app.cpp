@@ -125,9 +125,11 @@ int run_nerf_gui(const GuiOptions& o) {
                 seconds > 0 ? (double)frames / seconds : 0.0, (unsigned long long)frames, seconds,
                 (unsigned long long)session.step(), session.steps_per_second());
     clock.print_steady_rate();
-    std::printf("render    last view %d x %d (pass %.0f ms of worker time, %.1f us/pixel)\n",
+    std::printf("render    last view %d x %d (pass %.0f ms of worker time, %.1f us/pixel); %llu pictures, %.1f per "
+                "second\n",
                 app.view.render_size().width, app.view.render_size().height, app.view.last_pass_ms(),
-                1e3 * app.view.resolution().ms_per_pixel());
+                1e3 * app.view.resolution().ms_per_pixel(), (unsigned long long)app.view.passes_shown(),
+                seconds > 0 ? (double)app.view.passes_shown() / seconds : 0.0);
     std::fflush(stdout);
     if (o.automation.frames > 0) {
         char quality[64];

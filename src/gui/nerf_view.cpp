@@ -95,6 +95,7 @@ void NerfView::update(NerfSession& session, const ViewRect& area) {
         if (picture_.upload_band(band.pixels, band.y0)) {
             pass_in_flight_ = false;
             last_pass_ms_ = pass_ms_;
+            ++passes_shown_;
         }
     }
     if (view_changed(area, background)) {

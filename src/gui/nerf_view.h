@@ -46,6 +46,9 @@ public:
     const AdaptiveResolution& resolution() const { return budget_; }
     int refinement() const { return level_; }
     double last_pass_ms() const { return last_pass_ms_; }
+    // Passes shown so far: the picture's own frame rate, which a moving
+    // camera's fps does not tell.
+    uint64_t passes_shown() const { return passes_shown_; }
 
     static constexpr double kMovingPassMs = 40;
     static constexpr int kMaxRestingPasses = 64;
@@ -66,6 +69,7 @@ private:
     bool pass_in_flight_ = false, pass_urgent_ = false;
     bool stale_ = false;  // the view changed while a small pass was in flight
     double pass_ms_ = 0, last_pass_ms_ = 0, pass_budget_ms_ = 0;
+    uint64_t passes_shown_ = 0;
     int training_view_ = -1;
 };
 
