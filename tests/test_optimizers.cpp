@@ -164,7 +164,8 @@ TEST(Adam, SkippedRowsCountTheirOwnStepsForBiasCorrection) {
             adam.step(w.data(), g.data());
         }
         if (per_row) {
-            const std::vector<double>& steps = state_buffer(adam, "row_steps");
+            // A copy: GCC 13 takes a reference bound here for one to the temporary name.
+            const std::vector<double> steps = state_buffer(adam, "row_steps");
             EXPECT_EQ(steps, (std::vector<double>{8, 3}));
         } else {
             EXPECT_EQ(state_names(adam), (std::vector<std::string>{"first_moment", "second_moment"}));
