@@ -106,6 +106,39 @@ TEST(NerfSnapshot, SaveThenLoadGivesTheSameState) {
     EXPECT_EQ(back.rng_state, s.state.rng_state);
 }
 
+// A snapshot whose parameters or grid hold a NaN or an infinity (a corrupt
+// file, or a diverged run saved) is refused by name, as an image snapshot is.
+TEST(NerfSnapshot, NonFiniteParametersOrGridAreAnInputError) {
+    const NerfDataset data = load_nerf_dataset((nerf_persist_scene().dir / "transforms_train.json").string());
+    const json config = json::parse(test::kNerfPersistConfig);
+    auto trainer = create_nerf_training("cpu", data, config, nerf::nerf_settings_from_config(config, data.aabb_scale, 64, 7));
+    const NerfSnapshot good{config, "scene/", "cpu", 64, 7, nerf_scene_of(data, nerf_frame_view(data, 0), {1, 1, 1}),
+                            trainer->save_state()};
+    const fs::path dir = make_temp_dir("nerf_snap_non_finite");
+    const char* tensors[3] = {"density.params", "colour.params", "occupancy.density"};
+    const float values[3] = {std::nanf(""), -INFINITY, INFINITY};
+    for (int k = 0; k < 3; ++k) {
+        NerfSnapshot bad = good;
+        std::vector<float>& v = k == 0 ? bad.state.density_params
+                                : k == 1 ? bad.state.colour_params
+                                         : bad.state.grid_density;
+        v[v.size() / 2] = values[k];
+        const std::string tensor = tensors[k];
+        const std::string path = (dir / (tensor + ".fusedngp")).string();
+        save_nerf_snapshot(path, bad);
+        try {
+            load_nerf_snapshot(path);
+            ADD_FAILURE() << tensor << ": loaded";
+        } catch (const InputError& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find(path), std::string::npos) << what;
+            EXPECT_NE(what.find(tensor), std::string::npos) << what;
+            EXPECT_NE(what.find("1 of"), std::string::npos) << what;
+            EXPECT_NE(what.find("not finite"), std::string::npos) << what;
+        }
+    }
+}
+
 TEST(NerfPersistCli, TrainWritesASnapshotAndResumeIsBitIdentical) {
     const fs::path dir = make_temp_dir("nerf_resume");
     ASSERT_TRUE(fs::exists(trained_snapshot()));

@@ -2,6 +2,8 @@
 
 #include "core/errors.h"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace fusedngp {
@@ -31,6 +33,15 @@ json metadata_json(const SafetensorsMetadata& meta, const std::string& key, cons
     } catch (const json::exception&) {
         throw InputError(source + ": metadata \"" + key + "\" is not valid JSON");
     }
+}
+
+void require_finite_tensor(const std::vector<float>& values, const std::string& name, const std::string& source) {
+    const size_t non_finite =
+        (size_t)std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+    if (non_finite == 0) return;
+    throw InputError(source + ": \"" + name + "\" holds " + std::to_string(non_finite) + " of " +
+                     std::to_string(values.size()) +
+                     " values that are not finite numbers (a corrupt file, or a run that diverged)");
 }
 
 } // namespace fusedngp

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fusedngp {
 
@@ -16,5 +17,8 @@ std::string required_metadata(const SafetensorsMetadata& meta, const std::string
 // The same as a decimal unsigned integer, or as JSON; InputError otherwise.
 uint64_t metadata_u64(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
 json metadata_json(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
+// InputError when `values` (tensor `name` of `source`) holds a NaN or an
+// infinity: a corrupt file, or the state of a run that diverged.
+void require_finite_tensor(const std::vector<float>& values, const std::string& name, const std::string& source);
 
 } // namespace fusedngp

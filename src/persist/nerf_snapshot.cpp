@@ -102,12 +102,15 @@ NerfSnapshot nerf_snapshot_from_contents(const SafetensorsContents& c, const std
     const SafetensorsTensor* density = c.find("density.params");
     const SafetensorsTensor* colour = c.find("colour.params");
     if (!density || !colour) throw InputError(source + ": NeRF snapshot lacks the \"density.params\" or \"colour.params\" tensor");
+    require_finite_tensor(density->values, "density.params", source);
+    require_finite_tensor(colour->values, "colour.params", source);
     st.density_params = density->values;
     st.colour_params = colour->values;
     st.density_optimizer = optimizer_tensors(c, "density");
     st.colour_optimizer = optimizer_tensors(c, "colour");
     const size_t cells = occupancy_cell_count(s.scene.aabb_scale);
     st.grid_density = required_tensor(c, "occupancy.density", cells, source).values;
+    require_finite_tensor(st.grid_density, "occupancy.density", source);
     // A pointer, not a reference: GCC 13 cannot tell that it points into `c`.
     const SafetensorsTensor* bits_tensor = &required_tensor(c, "occupancy.bits", cells / 8, source);
     const SafetensorsTensor& bits = *bits_tensor;

@@ -57,13 +57,7 @@ Snapshot snapshot_from_contents(const SafetensorsContents& c, const std::string&
     s.state.rng_state = metadata_u64(c.metadata, "rng_state", path);
     const SafetensorsTensor* params = c.find("params");
     if (!params) throw InputError(path + ": snapshot has no \"params\" tensor");
-    const size_t non_finite = (size_t)std::count_if(params->values.begin(), params->values.end(),
-                                                    [](float v) { return !std::isfinite(v); });
-    if (non_finite > 0) {
-        throw InputError(path + ": \"params\" holds " + std::to_string(non_finite) + " of " +
-                         std::to_string(params->values.size()) +
-                         " values that are not finite numbers (a corrupt file, or a run that diverged)");
-    }
+    require_finite_tensor(params->values, "params", path);
     s.state.params = params->values;
     const std::string prefix = "optimizer.";
     for (const auto& t : c.tensors) {
