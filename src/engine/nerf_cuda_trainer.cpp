@@ -54,6 +54,18 @@ nerf::RayLoss ray_loss_from_config(const json& config) {
 
 uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 
+// The density grid's kernel choices for NeRF's sample order: samples come ray
+// by ray, ~1/600 apart, so a warp's samples share the coarse levels' corners.
+// Summing those per warp before the shared-memory atomics pays, and the
+// forward's paired-corner 16-byte loads do not (H200, lego, 8-s runs:
+// backward 0.90 -> 0.75 ms per step; compaction 0.463 -> 0.428 ms).
+gpu::GpuEncodingOptions nerf_density_encoding_options() {
+    gpu::GpuEncodingOptions o;
+    o.grid_kernels.gradient_warp_aggregate_shared = true;
+    o.grid_kernels.forward_chunk_loads = false;
+    return o;
+}
+
 } // namespace
 
 NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
@@ -90,7 +102,7 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
         *s.host = {};
     }
     density_ = std::make_unique<DeviceModel>(density_host_, config.at("network"), "network", config.at("optimizer"),
-                                             gpu::GpuEncodingOptions{}, stream_);
+                                             nerf_density_encoding_options(), stream_);
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
     loss_scale_ = nerf_loss_scale();
