@@ -270,12 +270,19 @@ TEST(GuiApp, NerfModeDrawsTheFieldUnderXvfb) {
     std::string cmd = "xvfb-run -a -s \"-screen 0 1024x640x24\" " + std::string(FUSEDNGP_BINARY) + " gui " + scene +
                       " --backend cpu --config " + config + " --batch 256 --size 1024x640 --frames 30 --steps-per-frame 1 " +
                       "--background white " +
-                      "--screenshot " + shot + " --set optimizer.learning_rate=0.005@15 >" + out + " 2>" + err + " </dev/null";
+                      "--screenshot " + shot + " --set optimizer.learning_rate=0.005@15 --set network.n_neurons=64@10 " +
+                      "--set rgb_network.n_hidden_layers=2@20 >" + out + " 2>" + err + " </dev/null";
     int status = std::system(cmd.c_str());
     std::string text = read_text(out);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text << read_text(err);
     EXPECT_NE(text.find("(nerf mode)"), std::string::npos) << text;
     ASSERT_EQ(lines_starting(text, "change frame=15 key=optimizer.learning_rate").size(), 1u) << text;
+    // Width and depth change live, the learned weights carried.
+    const auto changed = lines_starting(text, "changed   ");
+    ASSERT_EQ(changed.size(), 2u) << text;
+    EXPECT_NE(changed[0].find("network.n_neurons = 64 (cpu)"), std::string::npos) << text;
+    EXPECT_NE(changed[1].find("rgb_network.n_hidden_layers = 2 (cpu)"), std::string::npos) << text;
+    for (const std::string& line : changed) EXPECT_NE(line.find("the same function"), std::string::npos) << line;
     auto finals = lines_starting(text, "final ");
     ASSERT_EQ(finals.size(), 1u) << text;
     auto final_line = fields(finals[0]);
@@ -315,12 +322,19 @@ TEST(GuiApp, NerfBadInputExitsTwoBeforeAWindow) {
     auto dir = make_temp_dir("gui_nerf_bad");
     const std::string scene = (dir / "scene").string();
     write_synthetic_dataset(scene, default_synthetic_scene(), 2, 0, 8, 8, 5);
-    CliResult r = run_cli("gui " + scene + " --backend cpu --frames 1 --set network.n_neurons=128@3");
+    CliResult r = run_cli("gui " + scene + " --backend cpu --frames 1 --set encoding.n_levels=4@3");
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("encoding.n_levels"), std::string::npos) << r.err;
+    r = run_cli("gui " + scene + " --backend cpu --frames 1 --set network.n_neurons=0@3");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("network.n_neurons"), std::string::npos) << r.err;
-    // --background belongs to the NeRF view, and takes train's values.
+    // The colour network is the NeRF view's alone.
     const std::string image = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
+    r = run_cli("gui " + image + " --backend cpu --frames 1 --set rgb_network.n_neurons=64@3");
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("only the NeRF view has a colour network"), std::string::npos) << r.err;
+    // --background belongs to the NeRF view, and takes train's values.
     for (const std::string& args : {image + " --background white", scene + " --background pink"}) {
         r = run_cli("gui " + args + " --backend cpu --frames 1");
         EXPECT_EQ(r.exit_code, 2) << args << r.out << r.err;

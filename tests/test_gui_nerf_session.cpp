@@ -131,6 +131,45 @@ TEST(GuiNerfSession, WorkerStepsInLockstepAndRendersRequestedPassesInBands) {
     EXPECT_GT(session.measure_psnr(), 3.0);
 }
 
+// The panel's and --set's live changes: a wider density network and a
+// deeper colour network are applied by the worker before its next step,
+// carry the weights and leave training going; values that cannot be right
+// are refused on the UI thread, and one the trainer refuses comes back as a
+// worker error while training goes on.
+TEST(GuiNerfSession, LiveNetworkChangesCarryTheWeightsAndTrainOn) {
+    NerfSession session(small_scene(16), "cpu");
+    session.set_lockstep(true);
+    session.start_worker();
+    session.run_steps(3);
+    session.poll();
+    const size_t params_before = session.n_params();
+    session.request_change({"network.n_neurons", 32});
+    session.request_change({"rgb_network.n_hidden_layers", 2});
+    session.run_steps(2);
+    session.poll();
+    EXPECT_EQ(session.step(), 5u);
+    EXPECT_GT(session.n_params(), params_before);
+    EXPECT_EQ(config_value(session.config(), "network.n_neurons"), 32);
+    EXPECT_EQ(config_value(session.config(), "rgb_network.n_hidden_layers"), 2);
+    const std::vector<std::string> reports = session.take_change_reports();
+    ASSERT_EQ(reports.size(), 2u);
+    EXPECT_NE(reports[0].find("network.n_neurons = 32 (cpu)"), std::string::npos) << reports[0];
+    EXPECT_NE(reports[0].find("params carried, the same function"), std::string::npos) << reports[0];
+    EXPECT_TRUE(session.take_worker_error().empty());
+    EXPECT_TRUE(std::isfinite(session.last_loss()));
+
+    EXPECT_THROW(session.request_change({"network.n_neurons", 0}), ConfigError);
+    EXPECT_THROW(session.request_change({"network.otype", "NoKernel"}), ConfigError);
+    EXPECT_THROW(session.request_change({"encoding.n_levels", 4}), ConfigError);
+    session.request_change({"network.otype", "CPU"});  // already there: the same trainer, rebuilt
+    session.run_steps(1);
+    session.poll();
+    EXPECT_EQ(session.backend_name(), "cpu");
+    EXPECT_EQ(session.take_change_reports().size(), 1u);
+    session.stop_worker();
+    EXPECT_TRUE(session.take_worker_error().empty());
+}
+
 // Space pauses and resumes by flipping `running` alone: the worker notices.
 TEST(GuiNerfSession, PausedWorkerResumesWhenRunningIsSet) {
     NerfSession session(small_scene(32), "cpu");

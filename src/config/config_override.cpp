@@ -49,7 +49,7 @@ const std::vector<std::string>& settable_keys() {
         "network.output_activation", "encoding.otype", "encoding.n_levels", "encoding.n_features_per_level",
         "encoding.log2_hashmap_size", "encoding.base_resolution", "encoding.per_level_scale",
         "encoding.n_frequencies", "encoding.interpolation", "loss.otype", "optimizer.learning_rate",
-        "batch_size"};
+        "batch_size", "rgb_network.otype", "rgb_network.n_neurons", "rgb_network.n_hidden_layers"};
     return keys;
 }
 

@@ -219,6 +219,8 @@ void validate_scheduled_change(json& current, uint32_t n_input_dims, uint32_t n_
             throw ConfigError("optimizer.learning_rate", "must be a positive number, got " + v.dump());
         break;
     case ChangeEffect::Rebuild:
+        if (s.change.key.rfind("rgb_network.", 0) == 0)
+            throw ConfigError(s.change.key, "only the NeRF view has a colour network");
         apply_config_change(current, s.change);
         Model<float>(n_input_dims, n_output_dims, config_with_defaults(current), 0);  // throws ConfigError naming the field
         break;

@@ -25,18 +25,10 @@ namespace {
 // Rays per step when --batch is not given: a CPU step of ~0.1 s on two cores
 // keeps the picture close to training; the GPU takes instant-ngp's batch.
 constexpr uint32_t kCpuRays = 1024, kGpuRays = 4096;
-constexpr const char* kLearningRateKey = "optimizer.learning_rate";
 
-// The NeRF view changes only the learning rate live (the trainer owns its
-// two models; reshaping them is not offered). Throws before a window opens.
+// Every --set the NeRF view can apply, checked before a window opens.
 void validate_nerf_changes(const std::vector<ScheduledChange>& changes) {
-    for (const auto& s : changes) {
-        if (s.change.key != kLearningRateKey)
-            throw ConfigError(s.change.key, std::string("--set: the NeRF view changes only ") + kLearningRateKey +
-                                                " while it trains");
-        if (!s.change.value.is_number() || !(s.change.value.get<double>() > 0))
-            throw ConfigError(kLearningRateKey, "must be a positive number, got " + s.change.value.dump());
-    }
+    for (const auto& s : changes) NerfSession::validate_change(s.change);
 }
 
 struct NerfApp {
@@ -52,7 +44,7 @@ struct NerfApp {
 void apply_due_changes(NerfApp& app, uint64_t frame) {
     for (const auto& s : app.automation.changes) {
         if (s.frame != frame) continue;
-        app.session.set_learning_rate(s.change.value.get<double>());
+        app.session.request_change(s.change);
         std::printf("change frame=%llu key=%s value=%s\n", (unsigned long long)frame, s.change.key.c_str(),
                     s.change.value.dump().c_str());
     }
@@ -69,6 +61,10 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
         if (app.automation.orbit_pixels > 0) app.view.camera().orbit(app.automation.orbit_pixels, 0);
         if (steps_per_frame > 0 && app.session.running) app.session.run_steps(steps_per_frame);
         app.session.poll();
+        for (const std::string& report : app.session.take_change_reports()) {
+            std::printf("changed   %s\n", report.c_str());
+            app.ui.info(report);
+        }
         if (std::string error = app.session.take_worker_error(); !error.empty()) {
             app.ui.error(error);
             app.view.worker_failed();

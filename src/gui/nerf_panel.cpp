@@ -1,6 +1,7 @@
 // The NeRF mode's side panel: training (start/pause/step, learning rate),
 // its readouts (steps, loss, steps/s, rays and samples per step, test PSNR
-// plotted live, occupied share of the grid) and the 3-D view (render mode,
+// plotted live, occupied share of the grid), the networks (kernel, width and
+// depth of both, changed live) and the 3-D view (render mode,
 // background, camera, training views, screenshot).
 #include "gui/nerf_panel.h"
 
@@ -66,6 +67,40 @@ void psnr_readout(const NerfSession& session) {
     ImGui::Text("occupancy grid: %.1f%% of cells occupied", 100.0 * session.occupancy_fraction());
 }
 
+void request(NerfSession& session, UiState& ui, const std::string& key, const json& value) {
+    run_reporting_errors(ui, "setting " + key, [&] { session.request_change({key, value}); });
+}
+
+// Applies on release: a rebuild per drag pixel would restart the trainer each frame.
+void network_int(NerfSession& session, UiState& ui, const char* label, const std::string& key, int lo, int hi) {
+    const json current = config_value(session.config(), key);
+    int value = current.is_number_integer() ? current.get<int>() : lo;
+    ImGui::SliderInt(label, &value, lo, hi, "%d", ImGuiSliderFlags_AlwaysClamp);
+    if (ImGui::IsItemDeactivatedAfterEdit()) request(session, ui, key, value);
+}
+
+// Width and depth of both networks and the kernel that runs them; each
+// change carries the learned weights (the panel's info line says how many).
+void network_controls(NerfSession& session, UiState& ui) {
+    const json otype = config_value(session.config(), "network.otype");
+    const std::string kernel = session.backend_name() == "cpu" ? "CPU" : (otype.is_string() ? otype.get<std::string>() : "");
+    if (ImGui::BeginCombo("kernel", kernel.c_str())) {
+        for (const char* name : {"FullyFusedMLP", "CublasMLP", "CPU"}) {
+            const bool selected = kernel == name;
+            if (ImGui::Selectable(name, selected) && !selected) {
+                // Both networks: the CPU entry moves the whole trainer.
+                request(session, ui, "network.otype", name);
+                if (std::string(name) != "CPU") request(session, ui, "rgb_network.otype", name);
+            }
+        }
+        ImGui::EndCombo();
+    }
+    network_int(session, ui, "density width", "network.n_neurons", 16, 256);
+    network_int(session, ui, "density layers", "network.n_hidden_layers", 1, 8);
+    network_int(session, ui, "colour width", "rgb_network.n_neurons", 16, 256);
+    network_int(session, ui, "colour layers", "rgb_network.n_hidden_layers", 1, 8);
+}
+
 void render_controls(NerfView& view) {
     int mode = (int)view.mode;
     ImGui::RadioButton("colour (1)", &mode, (int)NerfRenderMode::Colour);
@@ -109,6 +144,7 @@ void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
         training_readouts(session);
         psnr_readout(session);
     }
+    if (ImGui::CollapsingHeader("Networks", ImGuiTreeNodeFlags_DefaultOpen)) network_controls(session, ui);
     if (ImGui::CollapsingHeader("3-D view", ImGuiTreeNodeFlags_DefaultOpen)) {
         render_controls(view);
         camera_controls(view);

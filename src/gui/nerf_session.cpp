@@ -3,6 +3,7 @@
 #include "backends/backend.h"
 #include "core/clock.h"
 #include "core/errors.h"
+#include "engine/nerf_training_change.h"
 #include "engine/nerf_training_factory.h"
 #include "gui/view_3d.h"
 #include "gui/worker_priority.h"
@@ -67,9 +68,12 @@ NerfSession::NerfSession(NerfScene scene, const std::string& backend_name)
         }
     }
     backend_name_ = trainer_->backend_name();
+    if (backend_name_ != "cpu") gpu_backend_ = backend_name_;
     n_params_ = trainer_->density_model().n_params() + trainer_->colour_model().n_params();
     learning_rate_ = trainer_->learning_rate();
     rays_ = scene_->settings.rays_per_batch;
+    config_ = worker_config_ = scene_->config;
+    worker_backend_ = backend_name_;
 }
 
 NerfSession::~NerfSession() { stop_worker(); }
@@ -124,6 +128,7 @@ void NerfSession::worker_loop() {
 }
 
 void NerfSession::run_step() {
+    apply_changes();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (lr_pending_) trainer_->set_learning_rate(learning_rate_);
@@ -251,6 +256,116 @@ void NerfSession::set_learning_rate(double lr) {
     lr_pending_ = true;
 }
 
+namespace {
+
+const char* const kKernels[] = {"FullyFusedMLP", "CublasMLP", "CutlassMLP", "MLP", "CPU"};
+
+bool is_network_key(const std::string& key) {
+    for (const char* network : {"network.", "rgb_network."})
+        for (const char* field : {"n_neurons", "n_hidden_layers", "otype"})
+            if (key == std::string(network) + field) return true;
+    return false;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+} // namespace
+
+void NerfSession::validate_change(const ConfigChange& change) {
+    const json& v = change.value;
+    if (change.key == "optimizer.learning_rate") {
+        if (!v.is_number() || !(v.get<double>() > 0))
+            throw ConfigError(change.key, "must be a positive number, got " + v.dump());
+        return;
+    }
+    if (!is_network_key(change.key))
+        throw ConfigError(change.key, "the NeRF view changes network.* and rgb_network.* n_neurons, n_hidden_layers "
+                                      "and otype, and optimizer.learning_rate, while it trains");
+    if (ends_with(change.key, ".otype")) {
+        const bool known = v.is_string() && std::any_of(std::begin(kKernels), std::end(kKernels), [&](const char* k) {
+                               return equals_ignore_case(k, v.get<std::string>());
+                           });
+        if (!known)
+            throw ConfigError(change.key, "must be one of FullyFusedMLP, CublasMLP, CutlassMLP, MLP, CPU; got " + v.dump());
+        return;
+    }
+    const int64_t hi = ends_with(change.key, "n_neurons") ? 1024 : 16;
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi)
+        throw ConfigError(change.key, "must be an integer in [1, " + std::to_string(hi) + "], got " + v.dump());
+}
+
+void NerfSession::request_change(const ConfigChange& change) {
+    validate_change(change);
+    if (change.key == "optimizer.learning_rate") {
+        set_learning_rate(change.value.get<double>());
+        apply_config_change(config_, change);
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending_changes_.push_back(change);
+    }
+    wake();
+}
+
+void NerfSession::apply_changes() {
+    std::vector<ConfigChange> changes;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        changes.swap(pending_changes_);
+    }
+    for (const ConfigChange& change : changes) {
+        try {
+            apply_change(change);
+        } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            worker_error_ = change.key + " = " + value_text(change.value) + ": " + e.what() + " (training goes on unchanged)";
+        }
+    }
+}
+
+// Worker: a new trainer for the changed config or backend, from the current one's state.
+void NerfSession::apply_change(const ConfigChange& change) {
+    json next = worker_config_;
+    std::string backend = worker_backend_;
+    if (change.key == "optimizer.learning_rate") {
+        apply_config_change(worker_config_, change);  // the rate itself goes through set_learning_rate
+        return;
+    }
+    const bool to_cpu = ends_with(change.key, ".otype") && equals_ignore_case(change.value.get<std::string>(), "CPU");
+    if (to_cpu) {
+        backend = "cpu";  // the config keeps its MLP otype: the CPU reference runs any
+    } else {
+        apply_config_change(next, change);
+        if (ends_with(change.key, ".otype") && backend == "cpu" && !gpu_backend_.empty()) backend = gpu_backend_;
+    }
+    NerfTrainingChange moved = change_nerf_training(*trainer_, worker_config_, backend, scene_->train, next, scene_->settings);
+    const size_t carried = moved.density.copied + moved.colour.copied;
+    const size_t total = moved.training->density_model().n_params() + moved.training->colour_model().n_params();
+    const bool kept = moved.density.function_preserved && moved.colour.function_preserved;
+    std::string report = change.key + " = " + value_text(change.value) + " (" + moved.training->backend_name() +
+                         "): " + std::to_string(carried) + " of " + std::to_string(total) + " params carried, " +
+                         (kept ? "the same function" : "function changed: " +
+                                                           (moved.density.function_preserved ? moved.colour.why_not
+                                                                                             : moved.density.why_not));
+    trainer_ = std::move(moved.training);
+    worker_config_ = next;
+    worker_backend_ = trainer_->backend_name();
+    std::lock_guard<std::mutex> lock(mutex_);
+    change_reports_.push_back(std::move(report));
+    new_config_ = worker_config_;
+    new_backend_ = worker_backend_;
+    new_params_ = total;
+}
+
+std::vector<std::string> NerfSession::take_change_reports() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> out;
+    out.swap(change_reports_);
+    return out;
+}
+
 void NerfSession::run_steps(uint32_t n) {
     requested_steps_ += (int)n;
     wake();
@@ -267,6 +382,12 @@ void NerfSession::poll() {
         results.swap(results_);
         psnr.swap(new_psnr_);
         std::swap(occupied, new_occupancy_);
+        if (new_params_ > 0) {
+            config_ = new_config_;
+            backend_name_ = new_backend_;
+            n_params_ = new_params_;
+            new_params_ = 0;
+        }
     }
     for (const StepResult& r : results) {
         ++steps_;

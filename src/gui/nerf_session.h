@@ -7,6 +7,7 @@
 // NerfTraining, so the CUDA trainer drops in through create_nerf_training.
 #pragma once
 
+#include "config/config_override.h"
 #include "gui/nerf_setup.h"
 #include "io/image.h"
 #include "nerf/nerf_training.h"
@@ -81,6 +82,22 @@ public:
     void set_learning_rate(double lr);  // applied by the worker before its next step
     double learning_rate() const { return learning_rate_; }
 
+    // A live change of a network: network.* (the density network) or
+    // rgb_network.* (the colour network) n_neurons / n_hidden_layers / otype
+    // (FullyFusedMLP, CublasMLP, CutlassMLP, MLP; CPU moves training to the
+    // CPU reference, another otype back to the GPU it came from), or
+    // optimizer.learning_rate. The worker applies it before its next step and
+    // carries what was learned (engine/nerf_training_change.h). A value that
+    // cannot be right throws ConfigError here; one the new trainer refuses
+    // comes back as a worker error, and training goes on unchanged.
+    void request_change(const ConfigChange& change);
+    static void validate_change(const ConfigChange& change);
+    // One line per applied change since the last call ("network.n_neurons =
+    // 128: 10321 of 12345 params carried, the same function").
+    std::vector<std::string> take_change_reports();
+    // The config the trainer runs (UI thread's copy, updated by poll()).
+    const json& config() const { return config_; }
+
     // The test PSNR now, on the UI thread (stops nothing: call after stop_worker()).
     double measure_psnr();
 
@@ -112,6 +129,8 @@ private:
 
     void wake() { worker_wake_.notify_all(); }
     void worker_loop();
+    void apply_changes();  // worker, before a step
+    void apply_change(const ConfigChange& change);
     bool want_step() const;
     void run_step();
     void render_bands(double budget_ms);  // worker: bands of the pending pass for about budget_ms
@@ -122,6 +141,18 @@ private:
     std::string backend_name_;
     std::unique_ptr<nerf::NerfTraining> trainer_;
     size_t n_params_ = 0;
+    json config_;  // UI thread's copy
+    std::string gpu_backend_;  // the GPU backend a CPU switch came from
+
+    // Worker side of the changes: its config and backend, and what it
+    // applied (under mutex_ until poll() takes it).
+    json worker_config_;
+    std::string worker_backend_;
+    std::vector<ConfigChange> pending_changes_;
+    std::vector<std::string> change_reports_;
+    json new_config_;
+    std::string new_backend_;
+    size_t new_params_ = 0;
 
     // UI-side readouts (poll()).
     uint64_t steps_ = 0;

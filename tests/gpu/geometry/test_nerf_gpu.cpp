@@ -4,6 +4,7 @@
 // training on the synthetic scene to a stated PSNR. Skips without a device.
 #include "gpu/device_test_util.h"
 #include "engine/nerf_cuda_trainer.h"
+#include "engine/nerf_training_change.h"
 #include "nerf/nerf_trainer.h"
 #include "nerf/nerf_training.h"
 #include "nerf/ray_marching_math.h"
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 namespace fusedngp {
 namespace {
@@ -254,6 +256,55 @@ TEST(NerfGpu, TrainsTheSyntheticSceneAndItsStateRendersOnTheCpu) {
     depth_diff /= (double)da.pixels.size();
     std::printf("gpu vs cpu depth of the same state: mean |difference| %.2e\n", depth_diff);
     EXPECT_LT(depth_diff, 1e-2);
+}
+
+double mean_difference(const Image& a, const Image& b) {
+    double d = 0;
+    for (size_t i = 0; i < a.pixels.size(); ++i) d += std::fabs(a.pixels[i] - b.pixels[i]);
+    return d / (double)std::max<size_t>(a.pixels.size(), 1);
+}
+
+// The app's live changes on the GPU (engine/nerf_training_change.h): a wider
+// density network, the cuBLAS kernel, and the move to the CPU reference each
+// render the trained view as before the switch, and the GPU trains on.
+TEST(NerfGpu, LiveChangesCarryTheTrainedFieldAcrossWidthKernelAndBackend) {
+    REQUIRE_DEVICE();
+    const Scene scene = synthetic_scene(16, 2, 32);
+    NerfTrainerSettings s;
+    s.rays_per_batch = 512;
+    s.cone_angle = 1.f / 128;
+    s.max_samples_per_ray = 128;
+    s.occupancy.warmup_steps = 0;
+    s.samples_per_batch = 1u << 15;
+    const json config = small_config("Huber");
+    auto gpu = std::make_unique<NerfCudaTrainer>(scene.train, config, s);
+    for (int i = 0; i < 200; ++i) gpu->step();
+    Camera camera = scene.test.frames[0].camera;
+    camera.intrinsics.width = scene.test.images.width;
+    camera.intrinsics.height = scene.test.images.height;
+    const Image before = gpu->render_view(camera, {1, 1, 1});
+    json wider = config;
+    wider["network"]["n_neurons"] = 64;
+    NerfTrainingChange w = change_nerf_training(*gpu, config, "cuda", scene.train, wider, s);
+    const double d_width = mean_difference(before, w.training->render_view(camera, {1, 1, 1}));
+    json cublas = wider;
+    cublas["network"]["otype"] = "CublasMLP";
+    cublas["rgb_network"]["otype"] = "CublasMLP";
+    NerfTrainingChange k = change_nerf_training(*w.training, wider, "cuda", scene.train, cublas, s);
+    const double d_kernel = mean_difference(before, k.training->render_view(camera, {1, 1, 1}));
+    NerfTrainingChange c = change_nerf_training(*k.training, cublas, "cpu", scene.train, cublas, s);
+    const double d_cpu = mean_difference(before, c.training->render_view(camera, {1, 1, 1}));
+    std::printf("mean |difference| to the view before: wider %.2e, cuBLAS %.2e, on the CPU %.2e\n", d_width, d_kernel,
+                d_cpu);
+    EXPECT_TRUE(w.density.function_preserved) << w.density.why_not;
+    // fp16 networks and tables: the same field within rounding.
+    EXPECT_LT(d_width, 1e-2);
+    EXPECT_LT(d_kernel, 1e-2);
+    EXPECT_LT(d_cpu, 1e-2);
+    EXPECT_EQ(c.training->step_count(), gpu->step_count());
+    const double psnr = k.training->psnr_on(scene.test, {1, 1, 1});
+    for (int i = 0; i < 100; ++i) k.training->step();
+    EXPECT_GT(k.training->psnr_on(scene.test, {1, 1, 1}), psnr - 0.5);
 }
 
 // Per step the GPU trainer must learn as well as the CPU reference it ports
