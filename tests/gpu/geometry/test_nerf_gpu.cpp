@@ -77,6 +77,17 @@ NerfTrainerSettings static_grid_settings(uint32_t rays) {
     return s;
 }
 
+// Training on the synthetic scene: 512 rays, a cone step, no grid warm-up.
+NerfTrainerSettings training_settings() {
+    NerfTrainerSettings s;
+    s.rays_per_batch = 512;
+    s.cone_angle = 1.f / 128;
+    s.max_samples_per_ray = 128;
+    s.occupancy.warmup_steps = 0;
+    s.samples_per_batch = 1u << 15;
+    return s;
+}
+
 TEST(NerfGpu, FirstStepMarchesTheCpuTrainersRays) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(6, 0, 16);
@@ -212,12 +223,7 @@ TEST(NerfGpu, OccupancyUpdateRuleMatchesTheCpuGridExactly) {
 TEST(NerfGpu, TrainsTheSyntheticSceneAndItsStateRendersOnTheCpu) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(16, 2, 32);
-    NerfTrainerSettings s;
-    s.rays_per_batch = 512;
-    s.cone_angle = 1.f / 128;
-    s.max_samples_per_ray = 128;
-    s.occupancy.warmup_steps = 0;
-    s.samples_per_batch = 1u << 15;
+    const NerfTrainerSettings s = training_settings();
     NerfCudaTrainer gpu(scene.train, small_config("Huber"), s);
     const double before = gpu.psnr_on(scene.test, {1, 1, 1});
     const auto t0 = std::chrono::steady_clock::now();
@@ -270,12 +276,7 @@ double mean_difference(const Image& a, const Image& b) {
 TEST(NerfGpu, LiveChangesCarryTheTrainedFieldAcrossWidthKernelAndBackend) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(16, 2, 32);
-    NerfTrainerSettings s;
-    s.rays_per_batch = 512;
-    s.cone_angle = 1.f / 128;
-    s.max_samples_per_ray = 128;
-    s.occupancy.warmup_steps = 0;
-    s.samples_per_batch = 1u << 15;
+    const NerfTrainerSettings s = training_settings();
     const json config = small_config("Huber");
     auto gpu = std::make_unique<NerfCudaTrainer>(scene.train, config, s);
     for (int i = 0; i < 200; ++i) gpu->step();
@@ -315,11 +316,7 @@ TEST(NerfGpu, LiveChangesCarryTheTrainedFieldAcrossWidthKernelAndBackend) {
 TEST(NerfGpu, LearnsPerStepAsWellAsTheCpuReferenceOnAsManyRays) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(16, 2, 32);
-    NerfTrainerSettings s;
-    s.rays_per_batch = 512;
-    s.cone_angle = 1.f / 128;
-    s.max_samples_per_ray = 128;
-    s.occupancy.warmup_steps = 0;
+    NerfTrainerSettings s = training_settings();
     s.samples_per_batch = 1u << 13;
     constexpr int kSteps = 300;
     NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
