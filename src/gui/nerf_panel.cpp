@@ -21,14 +21,19 @@ namespace fusedngp {
 
 namespace {
 
-void training_controls(NerfSession& session) {
+void request(NerfSession& session, UiState& ui, const std::string& key, const json& value) {
+    run_reporting_errors(ui, "setting " + key, [&] { session.request_change({key, value}); });
+}
+
+// The rate goes through request_change, so a later network change keeps it.
+void training_controls(NerfSession& session, UiState& ui) {
     bool running = session.running;
     if (ImGui::Button(running ? "Pause (Space)" : "Train (Space)")) session.running = !running;
     ImGui::SameLine();
     if (ImGui::Button("Step (N)")) session.single_step();
     float lr = (float)session.learning_rate();
-    if (ImGui::InputFloat("learning rate", &lr, 0, 0, "%.2e", ImGuiInputTextFlags_EnterReturnsTrue) && lr > 0)
-        session.set_learning_rate(lr);
+    if (ImGui::InputFloat("learning rate", &lr, 0, 0, "%.2e", ImGuiInputTextFlags_EnterReturnsTrue))
+        request(session, ui, "optimizer.learning_rate", lr);
 }
 
 void training_readouts(const NerfSession& session) {
@@ -65,10 +70,6 @@ void psnr_readout(const NerfSession& session) {
                          ImVec2(ImGui::GetContentRegionAvail().x, 50));
     }
     ImGui::Text("occupancy grid: %.1f%% of cells occupied", 100.0 * session.occupancy_fraction());
-}
-
-void request(NerfSession& session, UiState& ui, const std::string& key, const json& value) {
-    run_reporting_errors(ui, "setting " + key, [&] { session.request_change({key, value}); });
 }
 
 // Applies on release: a rebuild per drag pixel would restart the trainer each frame.
@@ -140,7 +141,7 @@ void camera_controls(NerfView& view) {
 
 void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
     if (ImGui::CollapsingHeader("Training", ImGuiTreeNodeFlags_DefaultOpen)) {
-        training_controls(session);
+        training_controls(session, ui);
         training_readouts(session);
         psnr_readout(session);
     }

@@ -8,6 +8,7 @@
 #include "gui/view_3d.h"
 #include "gui/worker_priority.h"
 #include "nerf/occupancy_view.h"
+#include "networks/factory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -258,8 +259,6 @@ void NerfSession::set_learning_rate(double lr) {
 
 namespace {
 
-const char* const kKernels[] = {"FullyFusedMLP", "CublasMLP", "CutlassMLP", "MLP", "CPU"};
-
 bool is_network_key(const std::string& key) {
     for (const char* network : {"network.", "rgb_network."})
         for (const char* field : {"n_neurons", "n_hidden_layers", "otype"})
@@ -267,8 +266,11 @@ bool is_network_key(const std::string& key) {
     return false;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+// "otype" of "rgb_network.otype".
+std::string field_of(const std::string& key) { return key.substr(key.rfind('.') + 1); }
+
+bool is_cpu_kernel(const ConfigChange& change) {
+    return field_of(change.key) == "otype" && equals_ignore_case(change.value.get<std::string>(), "CPU");
 }
 
 } // namespace
@@ -283,15 +285,19 @@ void NerfSession::validate_change(const ConfigChange& change) {
     if (!is_network_key(change.key))
         throw ConfigError(change.key, "the NeRF view changes network.* and rgb_network.* n_neurons, n_hidden_layers "
                                       "and otype, and optimizer.learning_rate, while it trains");
-    if (ends_with(change.key, ".otype")) {
-        const bool known = v.is_string() && std::any_of(std::begin(kKernels), std::end(kKernels), [&](const char* k) {
+    if (field_of(change.key) == "otype") {
+        const std::vector<std::string>& kernels = mlp_otypes();
+        const bool known = v.is_string() && std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) {
                                return equals_ignore_case(k, v.get<std::string>());
                            });
-        if (!known)
-            throw ConfigError(change.key, "must be one of FullyFusedMLP, CublasMLP, CutlassMLP, MLP, CPU; got " + v.dump());
+        if (!known) {
+            std::string names;
+            for (const std::string& k : kernels) names += (names.empty() ? "" : ", ") + k;
+            throw ConfigError(change.key, "must be one of " + names + "; got " + v.dump());
+        }
         return;
     }
-    const int64_t hi = ends_with(change.key, "n_neurons") ? 1024 : 16;
+    const int64_t hi = field_of(change.key) == "n_neurons" ? 1024 : 16;
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > hi)
         throw ConfigError(change.key, "must be an integer in [1, " + std::to_string(hi) + "], got " + v.dump());
 }
@@ -333,12 +339,11 @@ void NerfSession::apply_change(const ConfigChange& change) {
         apply_config_change(worker_config_, change);  // the rate itself goes through set_learning_rate
         return;
     }
-    const bool to_cpu = ends_with(change.key, ".otype") && equals_ignore_case(change.value.get<std::string>(), "CPU");
-    if (to_cpu) {
+    if (is_cpu_kernel(change)) {
         backend = "cpu";  // the config keeps its MLP otype: the CPU reference runs any
     } else {
         apply_config_change(next, change);
-        if (ends_with(change.key, ".otype") && backend == "cpu" && !gpu_backend_.empty()) backend = gpu_backend_;
+        if (field_of(change.key) == "otype" && backend == "cpu" && !gpu_backend_.empty()) backend = gpu_backend_;
     }
     NerfTrainingChange moved = change_nerf_training(*trainer_, worker_config_, backend, scene_->train, next, scene_->settings);
     const size_t carried = moved.density.copied + moved.colour.copied;

@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "gui/worker_priority.h"
+#include "networks/factory.h"
 #include "persist/snapshot.h"
 #include "persist/weights.h"
 
@@ -327,7 +328,7 @@ void TrainingSession::move_to_backend(const std::string& backend_name, const jso
 }
 
 void TrainingSession::switch_kernel(const ConfigChange& change, ChangeRecord& record) {
-    static const std::vector<std::string> kernels = {"FullyFusedMLP", "CublasMLP", "CutlassMLP", "MLP", "Auto", "CPU"};
+    const std::vector<std::string>& kernels = mlp_otypes();
     const bool known = change.value.is_string() &&
                        std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) {
                            return equals_ignore_case(k, change.value.get<std::string>());

@@ -220,10 +220,15 @@ FUSEDNGP_HD float distance_to_exit(Vec3 p, Vec3 dir, Vec3 inv_dir, const Box3& b
     return fmaxf(d, 0.f);
 }
 
+// Where the ray through p = origin + t dir leaves p's cell of cascade k.
+FUSEDNGP_HD float cell_exit_t(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k) {
+    return t + distance_to_exit(p, dir, inv_dir, cell_box(k, cell_of(p, k)));
+}
+
 // Skips the empty cell holding p = origin + t dir (cascade k): advances t along
 // the lattice, at least one step, until t passes the cell's exit.
 FUSEDNGP_HD float skip_empty_cell(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k, float cone_angle, int n_cascades) {
-    const float t_exit = t + distance_to_exit(p, dir, inv_dir, cell_box(k, cell_of(p, k)));
+    const float t_exit = cell_exit_t(t, p, dir, inv_dir, k);
     do {
         t += march_step(t, cone_angle, n_cascades);
     } while (t < t_exit);
@@ -329,8 +334,7 @@ FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emi
             ++n;
             advance(dt);
         } else if (fixed) {
-            const float t_exit = t + distance_to_exit(p, dir, inv_dir, cell_box(kc, cell_of(p, kc)));
-            k = first_lattice_index_at(c.t_start, t_exit, k + 1);
+            k = first_lattice_index_at(c.t_start, cell_exit_t(t, p, dir, inv_dir, kc), k + 1);
             t = lattice_t(c.t_start, k);
         } else {
             t = skip_empty_cell(t, p, dir, inv_dir, kc, m.cone_angle, m.n_cascades);

@@ -7,13 +7,13 @@
 
 namespace fusedngp {
 
-namespace {
-
 // Every tiny-cuda-nn MLP otype maps to the same CPU Mlp (see factory.h).
 const std::vector<std::string>& mlp_otypes() {
     static const std::vector<std::string> otypes = {"FullyFusedMLP", "CutlassMLP", "CublasMLP", "MLP", "Auto", "CPU"};
     return otypes;
 }
+
+namespace {
 
 constexpr int64_t kMaxHiddenLayers = 1024;
 constexpr double kMaxNetworkWeights = 2147483648.0;  // 2^31
