@@ -46,6 +46,21 @@ TEST(JsonFields, SizesMustBePositive) {
     }
 }
 
+TEST(JsonFields, HugeWholeNumbersAreOutOfRangeNotConverted) {
+    // Found by fuzz_config: 1e91 read as a whole float was cast to int64 (undefined behaviour).
+    json j = json::parse(R"({"big": 1.9e91, "neg": -1e300, "edge": 9223372036854775808.0,
+                             "unsigned": 18446744073709551613, "ok": 4.0})");
+    for (const char* key : {"big", "neg", "edge", "unsigned"}) {
+        try {
+            get_int(j, "encoding", key, 0, 1, 64);
+            ADD_FAILURE() << key << " was accepted";
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("allowed range is [1, 64]"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_EQ(get_int(j, "encoding", "ok", 0, 1, 64), 4);
+}
+
 TEST(JsonFields, ChoicesIgnoreCaseAndListAllowedValues) {
     EXPECT_EQ(match_choice("relu", {"None", "ReLU"}, "network.activation"), "ReLU");
     try {

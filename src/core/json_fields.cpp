@@ -43,25 +43,34 @@ double get_number(const json& obj, const std::string& path, const std::string& k
     return v;
 }
 
+static ConfigError out_of_range(const std::string& path, const std::string& key, const std::string& value,
+                                int64_t min_value, int64_t max_value) {
+    std::ostringstream msg;
+    msg << "is " << value << ", allowed range is [" << min_value << ", ";
+    if (max_value == INT64_MAX) msg << "inf)"; else msg << max_value << "]";
+    return ConfigError(join_path(path, key), msg.str());
+}
+
 int64_t get_int(const json& obj, const std::string& path, const std::string& key, int64_t fallback,
                 int64_t min_value, int64_t max_value) {
     auto it = obj.find(key);
     int64_t v = fallback;
     if (it != obj.end()) {
-        if (it->is_number_integer()) {
+        if (it->is_number_unsigned() && it->get<uint64_t>() > (uint64_t)INT64_MAX) {
+            throw out_of_range(path, key, json_text(*it), min_value, max_value);  // would wrap negative
+        } else if (it->is_number_integer()) {
             v = it->get<int64_t>();
         } else if (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>()) {
-            v = (int64_t)it->get<double>();
+            // A whole number written as a float (1e300) may lie outside int64: converting it would be
+            // undefined behaviour, so it is reported as out of range as written.
+            double d = it->get<double>();
+            if (d < -0x1p63 || d >= 0x1p63) throw out_of_range(path, key, json_text(*it), min_value, max_value);
+            v = (int64_t)d;
         } else {
             throw ConfigError(join_path(path, key), "must be an integer, got " + json_text(*it));
         }
     }
-    if (v < min_value || v > max_value) {
-        std::ostringstream msg;
-        msg << "is " << v << ", allowed range is [" << min_value << ", ";
-        if (max_value == INT64_MAX) msg << "inf)"; else msg << max_value << "]";
-        throw ConfigError(join_path(path, key), msg.str());
-    }
+    if (v < min_value || v > max_value) throw out_of_range(path, key, std::to_string(v), min_value, max_value);
     return v;
 }
 
