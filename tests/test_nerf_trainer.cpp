@@ -96,6 +96,20 @@ TEST(NerfTrainer, GradientsMatchCentralDifferencesInDouble) {
     check_gradients(trainer, batch, trainer.colour_model(), g_colour, "colour");
 }
 
+TEST(NerfTrainer, RaysPerBatchCanChangeBetweenSteps) {
+    const NerfDataset data = synthetic_split("nerf_trainer_rays", 2, 0, 8, "transforms_train.json");
+    NerfTrainerSettings s;
+    s.rays_per_batch = 12;
+    s.occupancy_update_interval = 0;
+    NerfTrainer<float> trainer(data, nerf_config(2, 10, 16, "L2"), s);
+    EXPECT_EQ(trainer.sample_batch().n_rays(), 12u);
+    trainer.set_rays_per_batch(5);
+    EXPECT_EQ(trainer.rays_per_batch(), 5u);
+    EXPECT_EQ(trainer.sample_batch().n_rays(), 5u);
+    EXPECT_TRUE(std::isfinite(trainer.step()));
+    EXPECT_THROW(trainer.set_rays_per_batch(0), std::invalid_argument);
+}
+
 TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
     const auto dir = test::make_temp_dir("nerf_trainer_fit");
     write_synthetic_dataset(dir.string(), default_synthetic_scene(), 16, 2, 32, 32, 5);

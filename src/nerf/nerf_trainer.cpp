@@ -126,6 +126,12 @@ NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, cons
 }
 
 template <typename T>
+void NerfTrainer<T>::set_rays_per_batch(uint32_t n) {
+    if (n == 0) throw std::invalid_argument("NerfTrainer: rays per batch must be positive");
+    settings_.rays_per_batch = n;
+}
+
+template <typename T>
 NerfBatch<T> NerfTrainer<T>::sample_batch() {
     const uint32_t n_rays = settings_.rays_per_batch;
     const NerfImages& images = dataset_.images;

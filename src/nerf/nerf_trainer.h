@@ -137,6 +137,8 @@ public:
     double learning_rate() const { return density_optimizer_->learning_rate(); }
     void set_learning_rate(double lr);
     uint32_t rays_per_batch() const { return settings_.rays_per_batch; }
+    // The rays of the following steps (> 0): a test replays the CUDA trainer's adaptive counts.
+    void set_rays_per_batch(uint32_t n);
     const NerfTrainerSettings& settings() const { return settings_; }
     // The model-space box rays are marched through (scene box within the grid).
     const Box3& march_bounds() const { return bounds_; }

@@ -17,7 +17,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <memory>
+#include <vector>
 
 namespace fusedngp {
 namespace {
@@ -310,33 +312,47 @@ TEST(NerfGpu, LiveChangesCarryTheTrainedFieldAcrossWidthKernelAndBackend) {
 
 // Per step the GPU trainer must learn as well as the CPU reference it ports
 // when both train on as many rays: the GPU adapts its rays to fill its sample
-// budget, so the CPU trainer is given the GPU's mean ray count. A lower GPU
-// PSNR after the same steps points at a bug that one-batch gradient checks
-// cannot see (stale weights, a wrong update, biased low-precision gradients).
+// budget (few at first, while the occupancy grid is still full), so the CPU
+// trainer replays the GPU's kept-ray count of every step. One seed's PSNR
+// after 300 steps varies by about 0.4 dB from seed to seed on either trainer
+// (different initial weights, rays and occupancy draws), so the test compares
+// the mean over seeds. A lower GPU mean points at a bug that one-batch
+// gradient checks cannot see (stale weights, a wrong update, biased
+// low-precision gradients).
 TEST(NerfGpu, LearnsPerStepAsWellAsTheCpuReferenceOnAsManyRays) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(16, 2, 32);
-    NerfTrainerSettings s = training_settings();
-    s.samples_per_batch = 1u << 13;
     constexpr int kSteps = 300;
-    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
-    double rays = 0;
-    for (int i = 0; i < kSteps; ++i) {
-        gpu.step();
-        rays += gpu.last_ray_count();
+    const uint64_t seeds[] = {1, 2, 3, 4};
+    double cpu_sum = 0, gpu_sum = 0;
+    for (uint64_t seed : seeds) {
+        NerfTrainerSettings s = training_settings();
+        s.samples_per_batch = 1u << 13;
+        s.seed = seed;
+        NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+        std::vector<uint32_t> kept_rays;
+        for (int i = 0; i < kSteps; ++i) {
+            gpu.step();
+            gpu.synchronize();  // so last_ray_count() is this step's
+            kept_rays.push_back(gpu.last_ray_count());
+        }
+        nerf::CpuNerfTraining cpu(scene.train, small_config("L2"), s);
+        for (int i = 0; i < kSteps; ++i) {
+            cpu.trainer().set_rays_per_batch(std::max(kept_rays[i], 1u));
+            cpu.step();
+        }
+        const double cpu_psnr = cpu.psnr_on(scene.test, {1, 1, 1}), gpu_psnr = gpu.psnr_on(scene.test, {1, 1, 1});
+        const auto [low, high] = std::minmax_element(kept_rays.begin(), kept_rays.end());
+        std::printf("seed %llu, %d steps of %u..%u rays: cpu %.2f dB, gpu %.2f dB\n", (unsigned long long)seed, kSteps,
+                    *low, *high, cpu_psnr, gpu_psnr);
+        cpu_sum += cpu_psnr;
+        gpu_sum += gpu_psnr;
     }
-    gpu.synchronize();
-    s.rays_per_batch = (uint32_t)(rays / kSteps);
-    nerf::CpuNerfTraining cpu(scene.train, small_config("L2"), s);
-    for (int i = 0; i < kSteps; ++i) cpu.step();
-    const double cpu_psnr = cpu.psnr_on(scene.test, {1, 1, 1}), gpu_psnr = gpu.psnr_on(scene.test, {1, 1, 1});
-    std::printf("after %d steps of ~%u rays: cpu %.2f dB, gpu %.2f dB\n", kSteps, s.rays_per_batch, cpu_psnr,
-                gpu_psnr);
-    // Measured on the H200: cpu 28.40 dB, gpu 27.75 dB (~979 rays). The GPU
-    // runs fp16 networks and grid tables, adapts its rays from step to step
-    // and draws its occupancy cells from other random numbers; a gross bug
-    // (stale weights, a dropped gradient) costs several dB.
-    EXPECT_GT(gpu_psnr, cpu_psnr - 1.0);
+    const double n = (double)std::size(seeds), cpu_mean = cpu_sum / n, gpu_mean = gpu_sum / n;
+    std::printf("after %d steps, mean over %d seeds: cpu %.2f dB, gpu %.2f dB\n", kSteps, (int)n, cpu_mean, gpu_mean);
+    // The GPU runs fp16 networks and grid tables; a gross bug (stale
+    // weights, a dropped gradient) costs several dB.
+    EXPECT_GT(gpu_mean, cpu_mean - 0.5);
 }
 
 } // namespace
