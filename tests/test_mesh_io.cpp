@@ -468,9 +468,10 @@ TEST(MeshIoErrors, CutsAndCorruptionNeverCrash) {
     }
     for (const auto& [name, bytes] : files) {
         size_t loaded = 0, rejected = 0;
+        const std::string& file_name = name;  // C++17 lambdas cannot capture a structured binding
         auto attempt = [&](const std::vector<uint8_t>& content) {
             try {
-                load_mesh_from_bytes(content, name);
+                load_mesh_from_bytes(content, file_name);
                 ++loaded;
             } catch (const InputError& e) {
                 EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
