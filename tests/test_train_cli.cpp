@@ -203,6 +203,22 @@ TEST_F(TrainCli, UnwritableOutputDirectory) {
     EXPECT_TRUE(fs::is_regular_file(dir / "afile"));
 }
 
+TEST_F(TrainCli, ModelTooLargeForMemoryIsOneLineAndExitTwo) {
+    // 16 levels x 2^30 rows x 8 features: 1.4 x 10^11 parameters, 512 GiB as
+    // floats, which no machine here has. With overcommit "always" the
+    // allocation could succeed and the machine run out of memory later.
+    if (read_text("/proc/sys/vm/overcommit_memory").rfind("1", 0) == 0) GTEST_SKIP() << "vm.overcommit_memory is 1";
+    fs::path huge = dir / "huge.json";
+    write_text_file(huge, R"({"loss": {"otype": "L2"}, "optimizer": {"otype": "Adam"},
+        "encoding": {"otype": "HashGrid", "n_levels": 16, "n_features_per_level": 8, "log2_hashmap_size": 30},
+        "network": {"otype": "FullyFusedMLP", "n_neurons": 16, "n_hidden_layers": 1}})");
+    fs::path out = dir / "out_huge";
+    expect_bad_input(run_cli("train --data " + kImage + " --backend cpu --config " + huge.string() + " --steps 2 --out " +
+                             out.string()),
+                     {"out of memory", "log2_hashmap_size"});
+    EXPECT_TRUE(dir_is_empty_or_missing(out));
+}
+
 TEST_F(TrainCli, CorruptAndTruncatedSnapshots) {
     fs::path out = dir / "run";
     ASSERT_EQ(train(kImage, out).exit_code, 0);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 namespace {
 
@@ -27,6 +28,13 @@ int run(CLI::App& app, int argc, char** argv) {
         return 2;
     } catch (const fusedngp::InputError& e) {
         std::fprintf(stderr, "fusedngp: error: %s\n", e.what());
+        return 2;
+    } catch (const std::bad_alloc&) {
+        // More host memory asked for than the machine has: in practice the
+        // model's parameters (a hash grid holds n_levels x 2^log2_hashmap_size
+        // x n_features_per_level of them, with Adam's two moments) or a batch.
+        std::fprintf(stderr, "fusedngp: error: out of memory: an allocation failed; use a smaller model (the hash "
+                             "grid's log2_hashmap_size or n_levels) or batch (--batch)\n");
         return 2;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fusedngp: internal error: %s\n", e.what());

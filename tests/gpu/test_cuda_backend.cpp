@@ -689,6 +689,19 @@ TEST(CudaBackend, NoDeviceMessage) {
     EXPECT_NE((r.out + r.err).find("--backend cpu"), std::string::npos) << r.out << r.err;
 }
 
+// A batch whose activations cannot fit the device (2^30 samples: 128 GiB per
+// 64-wide fp16 activation buffer) is a one-line error with exit 2 and no output.
+TEST(CudaBackend, BatchTooLargeForTheDeviceIsOneLineAndExitTwo) {
+    REQUIRE_DEVICE();
+    const auto dir = test::make_temp_dir("device_oom");
+    const test::CliResult r = test::run_cli("train --backend cuda --batch 1073741824 --steps 1 --eval-every 0 --out " +
+                                            (dir / "run").string());
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("out of GPU memory"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "run") && !std::filesystem::is_empty(dir / "run"));
+}
+
 // ---- the update graph: fused Adam update against the launches before it ----------
 // (CudaBackend::set_fused_update; docs/CUDA_BACKEND.md, "Update graph")
 
