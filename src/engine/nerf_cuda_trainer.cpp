@@ -28,9 +28,12 @@ constexpr uint32_t kViewFirstRoundSamples = 16;  // per ray; doubles each round 
 constexpr uint32_t kMarchBudgets = 4;
 // dL/dout of a NeRF step is tiny (a mean over all rays' channels, times
 // weights and sigmoid slopes: ~1e-7); fp16 backward passes need it scaled up
-// past the subnormal range. Non-finite gradients skip the update.
-// FUSEDNGP_LOSS_SCALE sets another (fixed) scale.
+// past the subnormal range. Non-finite gradients skip the update and halve
+// the scale; kLossScaleGrowthSteps clean steps double it again, up to the
+// initial scale (65536 trained lego no better than 4096). FUSEDNGP_LOSS_SCALE
+// sets another initial scale.
 constexpr float kDefaultLossScale = 4096.f;
+constexpr uint64_t kLossScaleGrowthSteps = 1000;
 
 float nerf_loss_scale() {
     return std::getenv("FUSEDNGP_LOSS_SCALE") ? loss_scale_settings_from_environment().initial : kDefaultLossScale;
@@ -105,9 +108,8 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
                                              nerf_density_encoding_options(), stream_);
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
-    loss_scale_ = nerf_loss_scale();
-    density_->set_loss_scale(loss_scale_);
-    colour_->set_loss_scale(loss_scale_);
+    max_loss_scale_ = nerf_loss_scale();
+    set_loss_scale(max_loss_scale_);
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
                                                   stream_);
     allocate_buffers();
@@ -269,6 +271,7 @@ void NerfCudaTrainer::retire(int slot) {
     last_.rays_kept = r.compact[1];
     last_.samples_kept = r.compact[2];
     if (r.non_finite) ++skipped_steps_;
+    adapt_loss_scale(s, r.non_finite != 0);
     for (int p = 0; p < kPhases; ++p) {
         float ms = 0;
         FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&ms, s.phase[p], s.phase[p + 1]));
@@ -276,6 +279,25 @@ void NerfCudaTrainer::retire(int slot) {
     }
     ++timed_steps_;
     s.pending = false;
+}
+
+void NerfCudaTrainer::set_loss_scale(float scale) {
+    loss_scale_ = scale;
+    clean_steps_ = 0;
+    density_->set_loss_scale(scale);
+    colour_->set_loss_scale(scale);
+}
+
+// Halves once per scale: the steps already in flight ran with the old one and
+// may overflow as well.
+void NerfCudaTrainer::adapt_loss_scale(const Slot& finished, bool non_finite) {
+    if (non_finite) {
+        if (finished.loss_scale == loss_scale_ && loss_scale_ > 1.f) set_loss_scale(loss_scale_ * 0.5f);
+        else clean_steps_ = 0;
+        return;
+    }
+    if (++clean_steps_ >= kLossScaleGrowthSteps && loss_scale_ < max_loss_scale_)
+        set_loss_scale(std::min(loss_scale_ * 2.f, max_loss_scale_));
 }
 
 // instant-ngp's rule: as many rays as fill the budget at the last step's
@@ -362,6 +384,7 @@ float NerfCudaTrainer::step() {
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
     s.rays = n_rays_;
+    s.loss_scale = loss_scale_;
     s.pending = true;
     ++step_;
     // The first steps wait for themselves: their counts set the ray count

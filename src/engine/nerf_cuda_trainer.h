@@ -149,13 +149,17 @@ private:
         std::array<cudaEvent_t, kPhases + 1> phase{};
         Readback* host = nullptr;  // pinned
         uint32_t rays = 0;
+        float loss_scale = 0;  // the scale this step ran with
         bool pending = false;
     };
     std::array<Slot, kInFlight> slots_{};
+    void adapt_loss_scale(const Slot& finished, bool non_finite);
+    void set_loss_scale(float scale);
     uint32_t n_rays_ = 0;
     uint64_t step_ = 0;
     uint64_t skipped_steps_ = 0;
-    float loss_scale_ = 0;
+    float loss_scale_ = 0, max_loss_scale_ = 0;
+    uint64_t clean_steps_ = 0;  // finite steps since the scale last changed
     Finished last_;
     std::array<double, kPhases> phase_ms_{};  // sums over timed_steps_
     uint64_t timed_steps_ = 0;

@@ -310,6 +310,32 @@ TEST(NerfGpu, LiveChangesCarryTheTrainedFieldAcrossWidthKernelAndBackend) {
     EXPECT_GT(k.training->psnr_on(scene.test, {1, 1, 1}), psnr - 0.5);
 }
 
+// A step whose gradients are not finite (here: NaN colour weights, so every
+// ray's colour is NaN) is counted, halves the loss scale, and its zeroed
+// gradients keep the NaN out of every other parameter, as the CPU trainer's
+// skipped step does.
+TEST(NerfGpu, NonFiniteStepIsCountedAndLeavesTheOtherParametersFinite) {
+    REQUIRE_DEVICE();
+    const Scene scene = synthetic_scene(6, 0, 16);
+    NerfTrainerSettings s = training_settings();
+    s.samples_per_batch = 1u << 13;
+    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+    for (int i = 0; i < 3; ++i) gpu.step();
+    gpu.synchronize();
+    ASSERT_EQ(gpu.diagnostics()["skipped_steps"].get<uint64_t>(), 0u);
+    nerf::NerfTrainingState state = gpu.save_state();
+    const size_t n_colour = state.colour_params.size(), n_poisoned = 48;
+    for (size_t i = n_colour - n_poisoned; i < n_colour; ++i) state.colour_params[i] = std::nanf("");
+    gpu.load_state(state);
+    gpu.step();
+    gpu.synchronize();
+    EXPECT_EQ(gpu.diagnostics()["skipped_steps"].get<uint64_t>(), 1u);
+    EXPECT_EQ(gpu.diagnostics()["loss_scale"].get<float>(), 2048.f);  // halved once, from 4096
+    const nerf::NerfTrainingState after = gpu.save_state();
+    for (size_t i = 0; i < after.density_params.size(); ++i) ASSERT_TRUE(std::isfinite(after.density_params[i])) << i;
+    for (size_t i = 0; i + n_poisoned < n_colour; ++i) ASSERT_TRUE(std::isfinite(after.colour_params[i])) << i;
+}
+
 // Per step the GPU trainer must learn as well as the CPU reference it ports
 // when both train on as many rays: the GPU adapts its rays to fill its sample
 // budget (few at first, while the occupancy grid is still full), so the CPU
