@@ -1,6 +1,7 @@
 #include "gpu/cublas_mlp.h"
 
 #include "cublas_mlp_kernels.h"
+#include "gpu/cublaslt_library.h"
 
 #include <algorithm>
 #include <sstream>
@@ -17,7 +18,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 void lt_check(cublasStatus_t status, const char* expr, const char* file, int line) {
     if (status == CUBLAS_STATUS_SUCCESS) return;
     throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr +
-                             " failed: " + cublasLtGetStatusString(status));
+                             " failed: " + cublaslt().status_string(status));
 }
 #define FUSEDNGP_LT_CHECK(expr) lt_check((expr), #expr, __FILE__, __LINE__)
 
@@ -37,24 +38,24 @@ struct CublasMlp::Gemm {
     Gemm(cublasLtHandle_t lt, bool trans_a, bool trans_b, uint64_t m, uint64_t n, uint64_t k, uint64_t lda,
          uint64_t ldb, uint64_t ldd, cudaDataType_t d_type, cublasLtEpilogue_t epilogue) {
         try {
-            FUSEDNGP_LT_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+            FUSEDNGP_LT_CHECK(cublaslt().desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
             const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-            FUSEDNGP_LT_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-            FUSEDNGP_LT_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+            FUSEDNGP_LT_CHECK(cublaslt().desc_set_attribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+            FUSEDNGP_LT_CHECK(cublaslt().desc_set_attribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
             FUSEDNGP_LT_CHECK(
-                cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-            FUSEDNGP_LT_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_16F, trans_a ? k : m, trans_a ? m : k, lda));
-            FUSEDNGP_LT_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_16F, trans_b ? n : k, trans_b ? k : n, ldb));
-            FUSEDNGP_LT_CHECK(cublasLtMatrixLayoutCreate(&d, d_type, m, n, ldd));
+                cublaslt().desc_set_attribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+            FUSEDNGP_LT_CHECK(cublaslt().layout_create(&a, CUDA_R_16F, trans_a ? k : m, trans_a ? m : k, lda));
+            FUSEDNGP_LT_CHECK(cublaslt().layout_create(&b, CUDA_R_16F, trans_b ? n : k, trans_b ? k : n, ldb));
+            FUSEDNGP_LT_CHECK(cublaslt().layout_create(&d, d_type, m, n, ldd));
 
             cublasLtMatmulPreference_t pref = nullptr;
-            FUSEDNGP_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-            FUSEDNGP_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+            FUSEDNGP_LT_CHECK(cublaslt().preference_create(&pref));
+            FUSEDNGP_LT_CHECK(cublaslt().preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                    &kWorkspaceBytes, sizeof(kWorkspaceBytes)));
             cublasLtMatmulHeuristicResult_t result{};
             int found = 0;
-            const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, d, d, pref, 1, &result, &found);
-            cublasLtMatmulPreferenceDestroy(pref);
+            const cublasStatus_t st = cublaslt().algo_get_heuristic(lt, op, a, b, d, d, pref, 1, &result, &found);
+            cublaslt().preference_destroy(pref);
             FUSEDNGP_LT_CHECK(st);
             if (found == 0) {
                 throw std::runtime_error("CublasMlp: cuBLASLt has no algorithm for a " + std::to_string(m) + " x " +
@@ -71,10 +72,10 @@ struct CublasMlp::Gemm {
     Gemm& operator=(const Gemm&) = delete;
 
     void release() {
-        if (d) cublasLtMatrixLayoutDestroy(d);
-        if (b) cublasLtMatrixLayoutDestroy(b);
-        if (a) cublasLtMatrixLayoutDestroy(a);
-        if (op) cublasLtMatmulDescDestroy(op);
+        if (d) cublaslt().layout_destroy(d);
+        if (b) cublaslt().layout_destroy(b);
+        if (a) cublaslt().layout_destroy(a);
+        if (op) cublaslt().desc_destroy(op);
         a = b = d = nullptr;
         op = nullptr;
     }
@@ -110,7 +111,7 @@ const CublasMlp::BatchPlans& CublasMlp::plans_for(uint32_t batch) const {
 
 void CublasMlp::matmul(const Gemm& g, float alpha, const void* a, const void* b, void* d, cudaStream_t stream) const {
     const float beta = 0.f;
-    FUSEDNGP_LT_CHECK(cublasLtMatmul(lt_, g.op, &alpha, a, g.a, b, g.b, &beta, d, g.d, d, g.d, &g.algo,
+    FUSEDNGP_LT_CHECK(cublaslt().matmul(lt_, g.op, &alpha, a, g.a, b, g.b, &beta, d, g.d, d, g.d, &g.algo,
                                      workspace_.as<void>(), workspace_.bytes(), stream));
 }
 
@@ -122,7 +123,7 @@ CublasMlp::CublasMlp(const GpuMlpConfig& config, uint32_t max_batch) : config_(c
     width_pad_ = round_up8(config.width);
     n_in_pad_ = round_up8(config.n_input_dims);
     n_out_pad_ = round_up8(config.n_output_dims);
-    FUSEDNGP_LT_CHECK(cublasLtCreate(&lt_));
+    FUSEDNGP_LT_CHECK(cublaslt().create(&lt_));
     try {
         workspace_ = DeviceMemory(kWorkspaceBytes);
         master_ = DeviceMemory(n_params() * sizeof(float));
@@ -133,14 +134,14 @@ CublasMlp::CublasMlp(const GpuMlpConfig& config, uint32_t max_batch) : config_(c
         FUSEDNGP_CUDA_CHECK(cudaMemset(weights_.as<void>(), 0, weights_.bytes()));
         reserve(max_batch);
     } catch (...) {
-        cublasLtDestroy(lt_);
+        cublaslt().destroy(lt_);
         throw;
     }
 }
 
 CublasMlp::~CublasMlp() {
     plans_.clear();
-    if (lt_) cublasLtDestroy(lt_);
+    if (lt_) cublaslt().destroy(lt_);
 }
 
 uint32_t CublasMlp::fan_in_pad(uint32_t l) const { return l == 0 ? n_in_pad_ : width_pad_; }
