@@ -909,6 +909,36 @@ TEST(ImageMetrics, SsimMatchesADirectWindowSum) {
     EXPECT_NEAR(ssim(b, a), value, 1e-12);
 }
 
+// A TGA header followed by fewer bytes than its pixels need (uncompressed) or
+// than run-length packets can expand to: stb_image reads zeros past the end,
+// so the file would load as a wrong image. Found by scripts/fuzz (image), a
+// timeout: 129 KB claiming 8960 x 13366 pixels. Whole files still load.
+TEST(ImageIo, TgaWithLessDataThanItsHeaderClaimsIsTruncated) {
+    ScratchDir dir;
+    auto tga = [](uint8_t type, uint16_t w, uint16_t h, size_t data_bytes) {
+        std::vector<uint8_t> b(18 + data_bytes, 0x40);
+        std::fill(b.begin(), b.begin() + 18, 0);
+        b[2] = type;
+        b[12] = (uint8_t)(w & 0xff), b[13] = (uint8_t)(w >> 8), b[14] = (uint8_t)(h & 0xff), b[15] = (uint8_t)(h >> 8);
+        b[16] = 24;
+        return b;
+    };
+    fusedngp::test::write_bytes(dir.file("cut.tga"), tga(2, 64, 64, 64 * 64 * 3 - 1));
+    expect_input_error([&] { load_image(dir.file("cut.tga")); }, {"cut.tga", "truncated TGA", "64x64"});
+    fusedngp::test::write_bytes(dir.file("whole.tga"), tga(2, 64, 64, 64 * 64 * 3));
+    const Image whole = load_image(dir.file("whole.tga"));
+    EXPECT_EQ(whole.width, 64);
+    EXPECT_NEAR(whole.pixels[0], 64.0 / 255.0, 1e-6);
+    // Run-length: 4096 pixels need at least 32 packets of 1 + 3 bytes.
+    fusedngp::test::write_bytes(dir.file("cut_rle.tga"), tga(10, 64, 64, 32 * 4 - 1));
+    expect_input_error([&] { load_image(dir.file("cut_rle.tga")); }, {"cut_rle.tga", "truncated TGA"});
+    std::vector<uint8_t> rle = tga(10, 64, 64, 0);
+    for (int packet = 0; packet < 32; ++packet) rle.insert(rle.end(), {0xff, 10, 20, 30});  // 128 pixels each
+    fusedngp::test::write_bytes(dir.file("rle.tga"), rle);
+    const Image runs = load_image(dir.file("rle.tga"));
+    EXPECT_NEAR(runs.pixels[(size_t)runs.width * runs.height * 3 - 1], 10.0 / 255.0, 1e-6);  // BGR stored
+}
+
 // Found by scripts/fuzz (image): 72 bytes that stb_image takes for a huge TGA,
 // which it would decode into ~600 MB and we into 2.5 GB of floats. A header
 // that claims more than kMaxLoadedPixels is an error before any decoding.

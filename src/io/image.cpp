@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 namespace fusedngp {
@@ -85,6 +86,37 @@ std::string radiance_data_problem(const std::vector<uint8_t>& bytes, size_t widt
     return "";
 }
 
+// TGA has no magic bytes: stb_image tries it after every format that has
+// one, so a file none of those claim and whose TGA header gives stb's size
+// is read as TGA.
+bool looks_like_tga(const std::vector<uint8_t>& b, size_t width, size_t height) {
+    static const char* const kMagics[] = {"\x89PNG", "\xFF\xD8", "BM", "GIF8", "8BPS", "#?", "\x53\x80\xF6\x34", "P5", "P6"};
+    for (const char* magic : kMagics) {
+        const size_t n = std::strlen(magic);
+        if (b.size() >= n && std::memcmp(b.data(), magic, n) == 0) return false;
+    }
+    if (b.size() < 18) return false;
+    const unsigned type = b[2];
+    const bool known_type = type == 1 || type == 2 || type == 3 || type == 9 || type == 10 || type == 11;
+    return known_type && (size_t)(b[12] | (b[13] << 8)) == width && (size_t)(b[14] | (b[15] << 8)) == height;
+}
+
+// The pixel data a TGA header promises that the file lacks (stb_image reads
+// zeros past the end, so a cut file would load as a wrong image, and a
+// 129 KB one claiming 8960 x 13366 pixels took a minute; scripts/fuzz).
+// Uncompressed data needs width x height pixels; run-length data at least
+// one header byte and one pixel per 128 pixels. Empty: nothing missing.
+std::string tga_data_problem(const std::vector<uint8_t>& b, size_t width, size_t height) {
+    const unsigned type = b[2], pixel_bytes = (b[16] + 7u) / 8u;
+    size_t header = 18 + (size_t)b[0];
+    if (b[1] == 1) header += (size_t)(b[5] | (b[6] << 8)) * ((b[7] + 7u) / 8u);  // the colour map
+    const uint64_t pixels = (uint64_t)width * height;
+    const uint64_t data = type >= 9 ? (pixels + 127) / 128 * (1 + pixel_bytes) : pixels * pixel_bytes;
+    if ((uint64_t)b.size() >= header + data) return "";
+    return "the header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels (at least " +
+           std::to_string(header + data) + " bytes), the file has " + std::to_string(b.size());
+}
+
 Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path) {
     if (bytes.size() > (size_t)INT_MAX) fail_load(path, "file too large for stb_image (over 2 GiB)");
     const stbi_uc* data = bytes.data();
@@ -115,6 +147,11 @@ Image decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path
     if ((uint64_t)width * (uint64_t)height > kMaxPixelsPerFileByte * (uint64_t)bytes.size() + 4096) {
         fail_load(path, "the header claims " + std::to_string(width) + "x" + std::to_string(height) +
                             " pixels, more than a file of " + std::to_string(bytes.size()) + " bytes can hold");
+    }
+
+    if (looks_like_tga(bytes, (size_t)width, (size_t)height)) {
+        const std::string problem = tga_data_problem(bytes, (size_t)width, (size_t)height);
+        if (!problem.empty()) fail_load(path, "truncated TGA: " + problem);
     }
 
     if (stbi_is_hdr_from_memory(data, size)) {
