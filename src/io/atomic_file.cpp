@@ -39,9 +39,17 @@ bool fsync_path(const std::string& path, int flags) {
 constexpr const char* kTempMarker = ".fusedngp-tmp.";
 
 // When this process started (wall clock), taken during static initialisation.
+// Linux stamps files from the coarse clock, which lags the precise one by up
+// to a scheduler tick: a file written a millisecond after start could read as
+// older than a precise start time. Both from the coarse clock, a file this
+// process writes is never older than its start.
 const timespec kProcessStart = [] {
     timespec now{};
+#ifdef CLOCK_REALTIME_COARSE
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+#else
     ::clock_gettime(CLOCK_REALTIME, &now);
+#endif
     return now;
 }();
 
