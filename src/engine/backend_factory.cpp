@@ -5,9 +5,7 @@
 #include "core/errors.h"
 #include "engine/engine_info.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #ifdef FUSEDNGP_HAVE_CUDA
@@ -15,34 +13,6 @@
 #endif
 
 namespace fusedngp {
-
-#ifdef FUSEDNGP_HAVE_CUDA
-// FUSEDNGP_LOSS_SCALE=S[:G] sets the CUDA backend's initial loss scale S (and
-// growth interval G, steps): a knob for precision experiments, not a config
-// field, since tiny-cuda-nn's schema has none. Bad values are an error.
-LossScaleSettings loss_scale_settings_from_environment() {
-    LossScaleSettings s;
-    const char* env = std::getenv("FUSEDNGP_LOSS_SCALE");
-    if (!env || !*env) return s;
-    char* end = nullptr;
-    const double scale = std::strtod(env, &end);
-    bool ok = end != env && scale >= 1.0 && scale <= 65536.0;
-    if (ok && *end == ':') {
-        const char* growth_text = end + 1;
-        const unsigned long growth = std::strtoul(growth_text, &end, 10);
-        ok = end != growth_text && growth > 0 && growth <= UINT32_MAX;
-        s.growth_interval = (uint32_t)growth;
-    }
-    if (!ok || *end != 0) {
-        throw InputError(std::string("FUSEDNGP_LOSS_SCALE=\"") + env +
-                         "\": expected a loss scale in [1, 65536], optionally followed by :growth_interval_steps");
-    }
-    s.initial = (float)scale;
-    s.max_scale = std::max(s.max_scale, s.initial);
-    s.min_scale = std::min(s.min_scale, s.initial);
-    return s;
-}
-#endif
 
 std::vector<std::string> available_backends() {
 #ifdef FUSEDNGP_HAVE_CUDA

@@ -169,10 +169,10 @@ std::string cuda_device_description() {
 }
 
 CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t seed, const LossScaleSettings& scaling)
-    : config_(config), seed_(seed), scaling_(scaling),
+    : config_(config), seed_(seed),
       host_model_(data.n_input_dims(), data.n_output_dims(), config, seed), data_(data),
       image_data_(dynamic_cast<const ImageTrainingData*>(&data)), host_rng_(derive_seed(seed, 3)),
-      display_(host_model_, encoding_options(image_data_)),
+      display_(host_model_, encoding_options(image_data_)), loss_scale_(scaling),
       fused_step_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_STEP")),
       fused_update_enabled_(!env_flag_set("FUSEDNGP_UNFUSED_UPDATE")) {
     if (!cuda_device_available()) {
@@ -214,7 +214,7 @@ CudaBackend::CudaBackend(const json& config, const TrainingData& data, uint64_t 
             device_sampler_ = make_device_sampler(data_);
         }
         FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming));
-        set_loss_scale(scaling_.initial);
+        set_loss_scale(scaling.initial);
         // The gradient starts at zero (above), as the sparse path needs.
         sparse_encoding_updates_ = request_sparse_encoding_updates(true);
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
@@ -258,7 +258,7 @@ void CudaBackend::install_mlp(gpu::MlpKernel kernel) {
     synchronize();
     translating_out_of_memory([&] {
         std::unique_ptr<gpu::GpuMlp> mlp = gpu::create_gpu_mlp(mlp_config(), kernel, batch_capacity_);
-        mlp->set_loss_scale(loss_scale_);
+        mlp->set_loss_scale(loss_scale_.scale());
         mlp->set_params_device(params_.data() + n_encoding_params(), stream_);
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
         mlp_ = std::move(mlp);
@@ -558,7 +558,7 @@ void CudaBackend::run_step(uint32_t batch) {
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(slot.host, readback_.data(), sizeof(StepReadback), cudaMemcpyDeviceToHost,
                                        stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(slot.done, stream_));
-    slot.scale = loss_scale_;
+    slot.scale = loss_scale_.scale();
     slot.pending = true;
     ++step_;
 
@@ -593,15 +593,8 @@ void CudaBackend::retire_slot(Slot& slot) {
     FUSEDNGP_GPU_CHECK(cudaEventSynchronize(slot.done));
     slot.pending = false;
     last_loss_ = slot.host->loss;
-    if (slot.host->overflow) {
-        ++skipped_steps_;
-        clean_steps_ = 0;
-        // Steps queued before the scale changed overflow too: halve once per scale.
-        if (slot.scale == loss_scale_) set_loss_scale(std::max(scaling_.min_scale, loss_scale_ * 0.5f));
-    } else if (++clean_steps_ >= scaling_.growth_interval) {
-        clean_steps_ = 0;
-        set_loss_scale(std::min(scaling_.max_scale, loss_scale_ * 2.f));
-    }
+    if (slot.host->overflow) ++skipped_steps_;
+    if (loss_scale_.on_step(slot.scale, slot.host->overflow != 0)) mlp_->set_loss_scale(loss_scale_.scale());
 }
 
 float CudaBackend::synchronize() {
@@ -615,12 +608,12 @@ float CudaBackend::synchronize() {
 
 void CudaBackend::set_loss_scale(float scale) {
     mlp_->set_loss_scale(scale);
-    loss_scale_ = scale;
+    loss_scale_.set(scale);
 }
 
 json CudaBackend::diagnostics() {
     synchronize();
-    return {{"loss_scale", loss_scale_}, {"skipped_steps", skipped_steps_}};
+    return {{"loss_scale", loss_scale_.scale()}, {"skipped_steps", skipped_steps_}};
 }
 
 uint64_t CudaBackend::skipped_steps() {

@@ -15,6 +15,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_mlp.h"
 #include "gpu/gpu_mlp_factory.h"
+#include "optimizers/dynamic_loss_scale.h"
 
 #include <cuda_runtime_api.h>
 
@@ -29,15 +30,6 @@ namespace gpu {
 class FusedMlp;
 enum class LossKind : uint32_t;  // kernels/fused_mlp_args.h
 } // namespace gpu
-
-// Dynamic loss scaling: halve on an overflowing step, double after this many
-// clean steps in a row, within [kMinLossScale, kMaxLossScale].
-struct LossScaleSettings {
-    float initial = 128.f;
-    uint32_t growth_interval = 1000;
-    float min_scale = 1.f;
-    float max_scale = 32768.f;
-};
 
 class CudaBackend : public Backend {
 public:
@@ -90,7 +82,7 @@ public:
     // default when the optimizer and encoding allow it; returns whether on.
     bool set_sparse_encoding_updates(bool on);
     bool sparse_encoding_updates() const { return sparse_encoding_updates_; }
-    float loss_scale() const { return loss_scale_; }
+    float loss_scale() const { return loss_scale_.scale(); }
     void set_loss_scale(float scale);
     uint64_t skipped_steps();              // overflowing steps so far (synchronises)
     json diagnostics() override;           // loss_scale, skipped_steps (synchronises)
@@ -205,7 +197,6 @@ private:
 
     json config_;
     uint64_t seed_;
-    LossScaleSettings scaling_;
     Model<float> host_model_;  // seeded init, names, groups (never trained)
     const TrainingData& data_;
     const ImageTrainingData* image_data_;  // data_ when it is an image, else null
@@ -241,22 +232,16 @@ private:
     uint64_t step_ = 0;
     uint64_t synchronous_until_step_ = kInFlight;  // steps up to here wait for their own loss
     float last_loss_ = 0;
-    float loss_scale_ = 128.f;
+    DynamicLossScale loss_scale_;
     bool sparse_encoding_updates_ = false;
     bool fused_step_enabled_ = true;
     bool fused_update_enabled_ = true;
     bool mlp_refresh_in_update_ = false;  // the optimizer writes the MLP's fp16 weights (set_fused_update)
-    uint32_t clean_steps_ = 0;
     uint64_t skipped_steps_ = 0;
 
     std::array<cudaEvent_t, 4> timing_events_{};  // start, forward done, backward done, update done
     mutable StepTimings timings_;
 };
-
-// FUSEDNGP_LOSS_SCALE=S[:G]: the initial loss scale S (and growth interval G)
-// of the CUDA backends, a knob for precision experiments (InputError on a bad
-// value); the defaults without it.
-LossScaleSettings loss_scale_settings_from_environment();
 
 // True when the CUDA runtime sees at least one device.
 bool cuda_device_available();

@@ -29,14 +29,16 @@ constexpr uint32_t kMarchBudgets = 4;
 // dL/dout of a NeRF step is tiny (a mean over all rays' channels, times
 // weights and sigmoid slopes: ~1e-7); fp16 backward passes need it scaled up
 // past the subnormal range. Non-finite gradients skip the update and halve
-// the scale; kLossScaleGrowthSteps clean steps double it again, up to the
-// initial scale (65536 trained lego no better than 4096). FUSEDNGP_LOSS_SCALE
-// sets another initial scale.
-constexpr float kDefaultLossScale = 4096.f;
-constexpr uint64_t kLossScaleGrowthSteps = 1000;
-
-float nerf_loss_scale() {
-    return std::getenv("FUSEDNGP_LOSS_SCALE") ? loss_scale_settings_from_environment().initial : kDefaultLossScale;
+// the scale; a run of clean steps doubles it again, up to the initial scale
+// (65536 trained lego no better than 4096). FUSEDNGP_LOSS_SCALE=S[:G] sets
+// another initial scale (and growth interval).
+LossScaleSettings nerf_loss_scale_settings() {
+    LossScaleSettings defaults;
+    defaults.initial = 4096.f;
+    defaults.max_scale = 4096.f;
+    LossScaleSettings s = loss_scale_settings_from_environment(defaults);
+    s.max_scale = s.initial;
+    return s;
 }
 
 nerf::RayLoss ray_loss_from_config(const json& config) {
@@ -108,8 +110,8 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
                                              nerf_density_encoding_options(), stream_);
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
-    max_loss_scale_ = nerf_loss_scale();
-    set_loss_scale(max_loss_scale_);
+    loss_scale_ = DynamicLossScale(nerf_loss_scale_settings());
+    set_loss_scale(loss_scale_.scale());
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
                                                   stream_);
     allocate_buffers();
@@ -271,7 +273,7 @@ void NerfCudaTrainer::retire(int slot) {
     last_.rays_kept = r.compact[1];
     last_.samples_kept = r.compact[2];
     if (r.non_finite) ++skipped_steps_;
-    adapt_loss_scale(s, r.non_finite != 0);
+    if (loss_scale_.on_step(s.loss_scale, r.non_finite != 0)) set_loss_scale(loss_scale_.scale());
     for (int p = 0; p < kPhases; ++p) {
         float ms = 0;
         FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&ms, s.phase[p], s.phase[p + 1]));
@@ -282,22 +284,9 @@ void NerfCudaTrainer::retire(int slot) {
 }
 
 void NerfCudaTrainer::set_loss_scale(float scale) {
-    loss_scale_ = scale;
-    clean_steps_ = 0;
+    loss_scale_.set(scale);
     density_->set_loss_scale(scale);
     colour_->set_loss_scale(scale);
-}
-
-// Halves once per scale: the steps already in flight ran with the old one and
-// may overflow as well.
-void NerfCudaTrainer::adapt_loss_scale(const Slot& finished, bool non_finite) {
-    if (non_finite) {
-        if (finished.loss_scale == loss_scale_ && loss_scale_ > 1.f) set_loss_scale(loss_scale_ * 0.5f);
-        else clean_steps_ = 0;
-        return;
-    }
-    if (++clean_steps_ >= kLossScaleGrowthSteps && loss_scale_ < max_loss_scale_)
-        set_loss_scale(std::min(loss_scale_ * 2.f, max_loss_scale_));
 }
 
 // instant-ngp's rule: as many rays as fill the budget at the last step's
@@ -384,7 +373,7 @@ float NerfCudaTrainer::step() {
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
     s.rays = n_rays_;
-    s.loss_scale = loss_scale_;
+    s.loss_scale = loss_scale_.scale();
     s.pending = true;
     ++step_;
     // The first steps wait for themselves: their counts set the ray count
@@ -520,7 +509,7 @@ json NerfCudaTrainer::diagnostics() const {
     return json{{"step_ms", ms},
                 {"timed_steps", timed_steps_},
                 {"skipped_steps", skipped_steps_},
-                {"loss_scale", loss_scale_},
+                {"loss_scale", loss_scale_.scale()},
                 {"samples_per_step_budget", capacity_},
                 {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
                                {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};

@@ -21,6 +21,7 @@
 #include "nerf/launch_nerf.h"
 #include "nerf/nerf_training.h"
 #include "nerf/ray_loss.h"
+#include "optimizers/dynamic_loss_scale.h"
 
 #include <array>
 #include <memory>
@@ -153,13 +154,11 @@ private:
         bool pending = false;
     };
     std::array<Slot, kInFlight> slots_{};
-    void adapt_loss_scale(const Slot& finished, bool non_finite);
     void set_loss_scale(float scale);
     uint32_t n_rays_ = 0;
     uint64_t step_ = 0;
     uint64_t skipped_steps_ = 0;
-    float loss_scale_ = 0, max_loss_scale_ = 0;
-    uint64_t clean_steps_ = 0;  // finite steps since the scale last changed
+    DynamicLossScale loss_scale_{LossScaleSettings{}};  // set from nerf_loss_scale_settings()
     Finished last_;
     std::array<double, kPhases> phase_ms_{};  // sums over timed_steps_
     uint64_t timed_steps_ = 0;
