@@ -9,7 +9,6 @@
 #include "nerf/nerf_model_layout.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 
@@ -35,7 +34,6 @@ constexpr uint32_t kMarchBudgets = 4;
 LossScaleSettings nerf_loss_scale_settings() {
     LossScaleSettings defaults;
     defaults.initial = 4096.f;
-    defaults.max_scale = 4096.f;
     LossScaleSettings s = loss_scale_settings_from_environment(defaults);
     s.max_scale = s.initial;
     return s;
@@ -111,7 +109,7 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
     loss_scale_ = DynamicLossScale(nerf_loss_scale_settings());
-    set_loss_scale(loss_scale_.scale());
+    apply_loss_scale();
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
                                                   stream_);
     allocate_buffers();
@@ -273,7 +271,7 @@ void NerfCudaTrainer::retire(int slot) {
     last_.rays_kept = r.compact[1];
     last_.samples_kept = r.compact[2];
     if (r.non_finite) ++skipped_steps_;
-    if (loss_scale_.on_step(s.loss_scale, r.non_finite != 0)) set_loss_scale(loss_scale_.scale());
+    if (loss_scale_.on_step(s.loss_scale, r.non_finite != 0)) apply_loss_scale();
     for (int p = 0; p < kPhases; ++p) {
         float ms = 0;
         FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&ms, s.phase[p], s.phase[p + 1]));
@@ -283,10 +281,10 @@ void NerfCudaTrainer::retire(int slot) {
     s.pending = false;
 }
 
-void NerfCudaTrainer::set_loss_scale(float scale) {
-    loss_scale_.set(scale);
-    density_->set_loss_scale(scale);
-    colour_->set_loss_scale(scale);
+// Both models' fp16 backward passes run with loss_scale_'s current scale.
+void NerfCudaTrainer::apply_loss_scale() {
+    density_->set_loss_scale(loss_scale_.scale());
+    colour_->set_loss_scale(loss_scale_.scale());
 }
 
 // instant-ngp's rule: as many rays as fill the budget at the last step's

@@ -154,7 +154,7 @@ private:
         bool pending = false;
     };
     std::array<Slot, kInFlight> slots_{};
-    void set_loss_scale(float scale);
+    void apply_loss_scale();
     uint32_t n_rays_ = 0;
     uint64_t step_ = 0;
     uint64_t skipped_steps_ = 0;
