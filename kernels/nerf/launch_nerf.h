@@ -85,6 +85,13 @@ struct NerfCompactArgs {
     uint32_t* counters = nullptr;
     void* scan_temp = nullptr;
     size_t scan_temp_bytes = 0;
+    // Optional: rows of encoded_dims floats per sample (the density model's
+    // encoding of the marched samples, from the inference that gave sigma),
+    // copied along with the samples, so the training forward need not run
+    // the encoding again on the kept ones.
+    const float* in_encoded = nullptr;
+    float* out_encoded = nullptr;
+    uint32_t encoded_dims = 0;
 };
 
 // Compaction (instant-ngp's): per ray, the samples render_ray would composite

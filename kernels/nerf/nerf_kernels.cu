@@ -240,6 +240,12 @@ __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
         a.out.t[to] = a.in.t[from];
         a.out.dt[to] = a.in.dt[from];
     }
+    if (a.in_encoded == nullptr) return;
+    // A ray's kept samples are consecutive rows on both sides: one block.
+    const size_t d = a.encoded_dims;
+    const float* src = a.in_encoded + (size_t)from0 * d;
+    float* dst = a.out_encoded + (size_t)base * d;
+    for (size_t k = lane_index(); k < (size_t)n * d; k += 32) dst[k] = src[k];
 }
 
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
@@ -265,9 +271,9 @@ __global__ void sigma_kernel(const float* density_out, uint32_t density_stride, 
     if (i < n) sigma[i] = nerf::trunc_exp(density_out[(size_t)i * density_stride]);
 }
 
-__global__ void ray_loss_kernel(const NerfRayLossArgs a) {
-    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= a.n_rays || a.ray_count[r] == kDroppedRay) return;
+// Ray r's render_ray, loss and render_ray_backward (writing dL/dsigma and
+// dL/drgb of its samples); returns its term of the mean loss.
+__device__ float ray_loss_and_gradient(const NerfRayLossArgs& a, uint32_t r) {
     const uint32_t f = a.ray_first[r];
     nerf::RaySamples<float> s;
     s.n = (int)a.ray_count[r];
@@ -285,8 +291,18 @@ __global__ void ray_loss_kernel(const NerfRayLossArgs a) {
         loss += nerf::ray_loss_value(a.loss, res.rgb[c], target);
         g.rgb[c] = nerf::ray_loss_gradient(a.loss, res.rgb[c], target) * inv_n;
     }
-    atomicAdd(a.loss_sum, (double)(loss * inv_n));
     nerf::render_ray_backward(s, res, g, nerf::RayInputGrad<float>{a.d_sigma + f, a.d_rgb + 3 * (size_t)f, nullptr});
+    return loss * inv_n;
+}
+
+// The loss sum is added once per warp: one double atomic per ray on a single
+// address serialised ~36 k of them per step.
+__global__ void ray_loss_kernel(const NerfRayLossArgs a) {
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    float loss_term = 0.f;
+    if (r < a.n_rays && a.ray_count[r] != kDroppedRay) loss_term = ray_loss_and_gradient(a, r);
+    for (int offset = 16; offset > 0; offset >>= 1) loss_term += __shfl_xor_sync(kFullMask, loss_term, offset);
+    if (lane_index() == 0) atomicAdd(a.loss_sum, (double)loss_term);
 }
 
 __global__ void colour_raw_gradient_kernel(const float* rgb, const float* d_rgb, float* d_colour_raw, uint32_t n) {

@@ -91,6 +91,10 @@ void DeviceModel::forward(const float* d_in, float* d_out, uint32_t batch, cudaS
     mlp_->forward(encoded_.data(), d_out, batch, stream);
 }
 
+void DeviceModel::forward_encoded(float* d_out, uint32_t batch, cudaStream_t stream) {
+    mlp_->forward(encoded_.data(), d_out, batch, stream);
+}
+
 void DeviceModel::backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream) {
     const uint32_t n_enc = n_encoded_dims();
     mlp_->backward(encoded_.data(), d_dout, dencoded_.data(), grads_.data() + n_encoding_params_, batch, stream);

@@ -59,6 +59,12 @@ public:
 
     // Training forward: in [batch][n_input_dims] -> out [batch][n_output_dims].
     void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream);
+    // The training forward for a caller that already holds the batch's
+    // encoding (an inference with the same parameters): it writes the rows,
+    // [batch][n_encoded_dims], to encoded_input(), and only the MLP runs.
+    // backward() then works as after forward().
+    float* encoded_input() { return encoded_.data(); }
+    void forward_encoded(float* d_out, uint32_t batch, cudaStream_t stream);
     // After forward() on the same input: the parameter gradient (overwritten)
     // and, when d_din is not null, dL/din [batch][n_input_dims].
     void backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream);

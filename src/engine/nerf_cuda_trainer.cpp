@@ -212,10 +212,13 @@ void NerfCudaTrainer::update_occupancy() {
                   stream_);
 }
 
-void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, cudaEvent_t forward_done) {
+void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, bool encoded, cudaEvent_t forward_done) {
     const uint32_t b = capacity_;
     Readback* state = step_state_.data();
-    density_->forward(positions_.data(), density_out_.data(), b, stream_);
+    if (encoded)  // march_and_compact copied the kept samples' encoding
+        density_->forward_encoded(density_out_.data(), b, stream_);
+    else
+        density_->forward(positions_.data(), density_out_.data(), b, stream_);
     gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
                              kDensityOutputs, b, stream_);
     colour_->forward(colour_in_.data(), colour_raw_.data(), b, stream_);
@@ -347,6 +350,11 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     c.counters = &state->compact[0];
     c.scan_temp = scan_temp_.data();
     c.scan_temp_bytes = scan_temp_.size();
+    // The inference above left the marched samples' encoding in scratch_:
+    // the kept rows become the training forward's encoded input.
+    c.in_encoded = scratch_.data();
+    c.out_encoded = density_->encoded_input();
+    c.encoded_dims = density_->n_encoded_dims();
     gpu::launch_nerf_compact_rays(c, stream_);
 }
 
@@ -364,7 +372,7 @@ float NerfCudaTrainer::step() {
     step_state_.fill_bytes(0, stream_);
     march_and_compact(slot);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[3], stream_));
-    run_networks_and_loss(n_rays_, s.phase[4]);
+    run_networks_and_loss(n_rays_, true, s.phase[4]);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[5], stream_));
     apply_updates();
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[6], stream_));
@@ -564,7 +572,7 @@ float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, s
     init.compact[1] = n_rays;
     init.compact[2] = n;
     up(step_state_.data(), &init, sizeof(Readback));
-    run_networks_and_loss(n_rays, nullptr);
+    run_networks_and_loss(n_rays, false, nullptr);
     Readback out{};
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&out, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));

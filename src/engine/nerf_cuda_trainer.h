@@ -98,8 +98,10 @@ private:
     void update_occupancy();
     void density_values(const float* d_points, uint32_t n, float* d_sigma);
     // Forward, loss and backward over the sample buffers (rays already marched).
-    // `forward_done` (may be null) is recorded after the loss.
-    void run_networks_and_loss(uint32_t n_rays, cudaEvent_t forward_done);
+    // `encoded`: the density model's encoded input already holds the samples'
+    // encoding (march_and_compact). `forward_done` (may be null) is recorded
+    // after the loss.
+    void run_networks_and_loss(uint32_t n_rays, bool encoded, cudaEvent_t forward_done);
     void apply_updates();
     void retire(int slot);
     void adapt_ray_count();
