@@ -5,6 +5,7 @@
 #include "cli_runner.h"
 #include "config/config.h"
 #include "nerf/nerf_trainer.h"
+#include "nerf/nerf_training.h"
 #include "nerf/synthetic_scene.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,63 @@ TEST(NerfTrainer, RaysPerBatchCanChangeBetweenSteps) {
     EXPECT_EQ(trainer.sample_batch().n_rays(), 5u);
     EXPECT_TRUE(std::isfinite(trainer.step()));
     EXPECT_THROW(trainer.set_rays_per_batch(0), std::invalid_argument);
+}
+
+TEST(NerfTrainer, FixedTrainingBackgroundCompositesEveryRayOnIt) {
+    const NerfDataset data = synthetic_split("nerf_trainer_bg", 2, 0, 16, "transforms_train.json");
+    NerfTrainerSettings s;
+    s.rays_per_batch = 256;
+    s.occupancy_update_interval = 0;
+    NerfTrainer<float> random_bg(data, nerf_config(2, 10, 16, "L2"), s);
+    s.training_background.random = false;
+    s.training_background.colour[0] = 0.25f;
+    s.training_background.colour[1] = 0.5f;
+    s.training_background.colour[2] = 1.f;
+    NerfTrainer<float> fixed_bg(data, nerf_config(2, 10, 16, "L2"), s);
+    const NerfBatch<float> a = random_bg.sample_batch(), b = fixed_bg.sample_batch();
+    ASSERT_EQ(a.n_rays(), b.n_rays());
+    ASSERT_EQ(a.t, b.t);  // the same rays: only the background differs
+    int empty_pixels = 0, distinct = 0;
+    for (size_t r = 0; r < b.n_rays(); ++r) {
+        for (int c = 0; c < 3; ++c) EXPECT_EQ(b.background[3 * r + c], s.training_background.colour[c]);
+        if (a.background[3 * r] != b.background[3 * r]) ++distinct;
+        // A pixel with alpha 0 is its background on both sides.
+        bool empty = true;
+        for (int c = 0; c < 3; ++c) empty = empty && a.target[3 * r + c] == a.background[3 * r + c];
+        if (!empty) continue;
+        ++empty_pixels;
+        for (int c = 0; c < 3; ++c) EXPECT_FLOAT_EQ(b.target[3 * r + c], s.training_background.colour[c]);
+    }
+    EXPECT_GT(empty_pixels, 10);
+    EXPECT_GT(distinct, 200);  // the random side's colours are random
+}
+
+TEST(NerfTrainer, TrainingBackgroundIsReadFromTheSamplingSection) {
+    auto settings = [](const json& value) {
+        json config{{"sampling", {{"training_background", value}}}};
+        return nerf_settings_from_config(config, 1, 64, 7).training_background;
+    };
+    EXPECT_TRUE(nerf_settings_from_config(json::object(), 1, 64, 7).training_background.random);
+    EXPECT_TRUE(settings("random").random);
+    const TrainingBackground white = settings("white"), black = settings("black");
+    const TrainingBackground rgb = settings(json::array({0.2, 0.4, 0.6}));
+    EXPECT_FALSE(white.random);
+    EXPECT_EQ(white.colour[0], 1.f);
+    EXPECT_EQ(white.colour[2], 1.f);
+    EXPECT_FALSE(black.random);
+    EXPECT_EQ(black.colour[1], 0.f);
+    EXPECT_FALSE(rgb.random);
+    EXPECT_FLOAT_EQ(rgb.colour[0], 0.2f);
+    EXPECT_FLOAT_EQ(rgb.colour[2], 0.6f);
+    for (const json& bad : {json("grey"), json(1), json::array({0.1, 0.2}), json::array({0.1, 0.2, 1.5}),
+                            json::array({0.1, "x", 0.3})}) {
+        try {
+            settings(bad);
+            ADD_FAILURE() << "accepted " << bad.dump();
+        } catch (const ConfigError& e) {
+            EXPECT_NE(std::string(e.what()).find("sampling.training_background"), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {

@@ -2,7 +2,8 @@
 // triangle_wave, one_blob, spherical_harmonics}.cpp (docs/ENCODINGS.md).
 // Identity/Frequency/TriangleWave/OneBlob run one thread per (sample, input
 // dim), since each input dim owns a contiguous run of outputs;
-// SphericalHarmonics runs one thread per sample.
+// SphericalHarmonics runs one thread per sample (its forward writes rows out
+// through shared memory).
 //
 // Compiled with --fmad=false (kernels/components/CMakeLists.txt): like the
 // CPU build (ISO C++, no contraction), products are rounded before they are

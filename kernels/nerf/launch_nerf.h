@@ -7,6 +7,7 @@
 
 #include "nerf/ray_loss.h"
 #include "nerf/ray_marching_math.h"
+#include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
 #include "render/camera.h"
 
@@ -47,6 +48,7 @@ struct NerfTrainingRaysArgs {
     const uint8_t* images = nullptr;  // [n_frames][height][width][4]
     uint32_t width = 0, height = 0;
     bool snap_to_pixel_centers = true;  // nerf/training_rays.h training_ray_pixel
+    nerf::TrainingBackground background;
     NerfMarchView grid;
     NerfSampleBuffers samples;
     uint32_t* ray_first = nullptr;    // [n_rays]

@@ -93,7 +93,8 @@ struct TrainingRay {
 // Ray r of the step (nerf/training_rays.h); write_target also stores its
 // target colour and background.
 __device__ TrainingRay training_ray(const NerfTrainingRaysArgs& a, uint32_t r, bool write_target) {
-    const nerf::TrainingRayDraw d = nerf::draw_training_ray(a.key, a.step, r, a.n_frames, a.width, a.height);
+    nerf::TrainingRayDraw d = nerf::draw_training_ray(a.key, a.step, r, a.n_frames, a.width, a.height);
+    nerf::apply_training_background(a.background, d);
     if (write_target) {
         float target[3];
         const uint8_t* pixel = a.images + (((size_t)d.frame * a.height + d.y) * a.width + d.x) * 4;

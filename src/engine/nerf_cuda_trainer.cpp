@@ -320,6 +320,7 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     a.width = dataset_.images.width;
     a.height = dataset_.images.height;
     a.snap_to_pixel_centers = settings_.snap_to_pixel_centers;
+    a.background = settings_.training_background;
     a.grid = march_view();
     const gpu::NerfSampleBuffers marched{marched_positions_.data(), marched_directions_.data(), 3, marched_t_.data(),
                                          marched_dt_.data(), march_limit_};

@@ -142,8 +142,9 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
     std::vector<float> pos, dir;
     const uint64_t batch_index = batches_drawn_++;
     for (uint32_t r = 0; r < n_rays; ++r) {
-        const TrainingRayDraw d = draw_training_ray(ray_key_, batch_index, r, (uint32_t)dataset_.frames.size(),
-                                                    images.width, images.height);
+        TrainingRayDraw d = draw_training_ray(ray_key_, batch_index, r, (uint32_t)dataset_.frames.size(),
+                                              images.width, images.height);
+        apply_training_background(settings_.training_background, d);
         T* bg = &b.background[3 * r];
         float target[3];
         composite_pixel(images.frame(d.frame) + ((size_t)d.y * images.width + d.x) * 4, d.background, target);

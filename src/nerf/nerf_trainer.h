@@ -34,6 +34,7 @@
 #include "nerf/nerf_model_layout.h"
 #include "nerf/occupancy_grid.h"
 #include "nerf/ray_marching_math.h"
+#include "nerf/training_rays.h"
 #include "io/image.h"
 
 #include <functional>
@@ -77,6 +78,7 @@ struct NerfTrainerSettings {
     // Training rays through pixel centres (training_rays.h); false: jittered
     // inside the pixel.
     bool snap_to_pixel_centers = true;
+    TrainingBackground training_background;  // training_rays.h
 };
 
 // One batch of rays and their samples, as drawn by a step (kept so a test can

@@ -38,6 +38,31 @@ void restore_params(std::vector<float>& params, const std::vector<float>& saved,
     params = saved;
 }
 
+// "random", "white", "black" or [r, g, b] with each in [0, 1].
+TrainingBackground training_background_from(const json& value) {
+    TrainingBackground b;
+    const char* path = "sampling.training_background";
+    if (value.is_string()) {
+        const std::string name = value.get<std::string>();
+        if (name == "random") return b;
+        b.random = false;
+        if (name == "white") return b;
+        if (name == "black") {
+            for (float& c : b.colour) c = 0.f;
+            return b;
+        }
+    } else if (value.is_array() && value.size() == 3) {
+        b.random = false;
+        for (int c = 0; c < 3; ++c) {
+            if (!value[c].is_number() || !(value[c].get<double>() >= 0 && value[c].get<double>() <= 1))
+                throw ConfigError(path, "colour components must be numbers in [0, 1]");
+            b.colour[c] = value[c].get<float>();
+        }
+        return b;
+    }
+    throw ConfigError(path, "must be \"random\", \"white\", \"black\" or [r, g, b] in [0, 1]");
+}
+
 } // namespace
 
 NerfTrainingState CpuNerfTraining::save_state() const {
@@ -75,11 +100,15 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     if (!it->is_object()) throw ConfigError("sampling", "must be an object");
     for (const auto& [key, value] : it->items()) {
         if (key == "snap_to_pixel_centers") continue;  // a boolean: get_bool checks it
+        if (key == "training_background") {
+            s.training_background = training_background_from(value);
+            continue;
+        }
         if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
             key != "occupancy_warmup_steps" && key != "samples_per_batch")
             throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
                                                  "occupancy_update_interval, occupancy_warmup_steps, "
-                                                 "samples_per_batch, snap_to_pixel_centers)");
+                                                 "samples_per_batch, snap_to_pixel_centers, training_background)");
         if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
     }
     s.snap_to_pixel_centers = get_bool(*it, "sampling", "snap_to_pixel_centers", s.snap_to_pixel_centers);

@@ -45,6 +45,20 @@ FUSEDNGP_HD TrainingRayDraw draw_training_ray(uint64_t key, uint64_t step, uint3
     return d;
 }
 
+// The background training rays are composited on: the draw's random colour
+// per ray (instant-ngp's default; the model must learn transparency, since
+// no colour explains empty space), or one fixed colour (`sampling.
+// training_background` in the config).
+struct TrainingBackground {
+    bool random = true;
+    float colour[3] = {1.f, 1.f, 1.f};  // when not random
+};
+
+FUSEDNGP_HD void apply_training_background(const TrainingBackground& b, TrainingRayDraw& d) {
+    if (b.random) return;
+    for (int c = 0; c < 3; ++c) d.background[c] = b.colour[c];
+}
+
 // Where a training ray crosses the image: the pixel's centre (instant-ngp's
 // default, snap_to_pixel_centers: the ray and its target, the pixel's value,
 // agree, as they do where the test views are evaluated), or the jittered

@@ -107,6 +107,30 @@ TEST(NerfGpu, FirstStepMarchesTheCpuTrainersRays) {
     EXPECT_LE(gpu.last_sample_count(), batch.t.size());
 }
 
+// sampling.training_background: the GPU's rays are composited on the fixed
+// colour as the CPU's are. The first step's loss on the GPU (every cell
+// occupied, the same rays) against the CPU trainer's loss of the same batch.
+TEST(NerfGpu, FixedTrainingBackgroundGivesTheCpuTrainersFirstLoss) {
+    REQUIRE_DEVICE();
+    const Scene scene = synthetic_scene(6, 0, 16);
+    NerfTrainerSettings s = static_grid_settings(256);
+    NerfTrainer<float> cpu_random(scene.train, small_config("L2"), s);
+    s.training_background.random = false;
+    s.training_background.colour[0] = 0.1f;
+    s.training_background.colour[1] = 0.9f;
+    s.training_background.colour[2] = 0.3f;
+    NerfTrainer<float> cpu(scene.train, small_config("L2"), s);
+    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+    const double fixed = cpu.loss_and_gradients(cpu.sample_batch(), nullptr, nullptr);
+    const double random = cpu_random.loss_and_gradients(cpu_random.sample_batch(), nullptr, nullptr);
+    // The background must matter for this test to mean anything.
+    ASSERT_GT(std::fabs(fixed - random), 0.05 * fixed);
+    const double gpu_loss = gpu.step();
+    gpu.synchronize();
+    EXPECT_EQ(gpu.last_ray_count(), 256u);
+    EXPECT_NEAR(gpu_loss, fixed, 2e-3 * fixed);
+}
+
 // A sparse grid (the cells of a ball) on both trainers, fixed step: the
 // GPU's warp march (32 lattice points per round) places the samples of the
 // CPU's sequential walk, which skips empty cells.
