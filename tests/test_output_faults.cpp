@@ -131,7 +131,7 @@ KillStats kill_while_writing(const Kind& kind, std::mt19937& rng, const std::vec
     window_s = std::max(window_s, 0.0005);
 
     std::string left_by_previous;
-    while (stats.kills < kKillsPerKind && stats.attempts < 3 * kKillsPerKind) {
+    while (stats.kills < kKillsPerKind && stats.attempts < 8 * kKillsPerKind) {
         ++stats.attempts;
         const pid_t pid = spawn(kind.args);
         const std::string tmp = kind.output.string() + ".fusedngp-tmp." + std::to_string(pid);
