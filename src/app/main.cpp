@@ -20,7 +20,8 @@ namespace {
 // ~200 k samples x 64 floats per layer, tens of MB each). glibc serves blocks
 // that large with mmap and returns them on free, so every step paid the page
 // faults and zeroing again (~30% of a CPU NeRF step under perf). Keeping them
-// in the heap, and freed memory with the process, made that step 20% faster.
+// in the heap, and freed memory with the process, made that step 1.9x faster
+// (docs/BENCHMARKS.md).
 void keep_large_allocations_in_the_heap() {
 #ifdef __GLIBC__
     mallopt(M_MMAP_MAX, 0);

@@ -88,7 +88,7 @@ void DeviceModel::refresh_components(const float* d_params, cudaStream_t stream)
 void DeviceModel::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) {
     const uint32_t n_enc = n_encoded_dims();
     encoding_->forward(gpu::const_rows(d_in, n_input_dims()), gpu::rows(encoded_.data(), n_enc), batch, stream);
-    mlp_->forward(encoded_.data(), d_out, batch, stream);
+    forward_encoded(d_out, batch, stream);
 }
 
 void DeviceModel::forward_encoded(float* d_out, uint32_t batch, cudaStream_t stream) {

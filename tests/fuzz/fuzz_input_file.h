@@ -11,34 +11,28 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
+#include <filesystem>
 #include <string>
 #include <unistd.h>
 
 namespace fusedngp::fuzz {
 
-// The files write_input made, removed with their folder when the fuzzer
-// exits normally (a crash leaves them, next to its report). Both live on
-// the heap, never destroyed, so the exit handler can still read them.
-inline std::set<std::string>& written_files() {
-    static auto* files = new std::set<std::string>;
-    return *files;
-}
-
 inline const std::string& scratch_dir();
 
+// The folder is this process's own: at a normal exit it goes with whatever
+// the loaders wrote into it (a crash leaves it, next to its report).
 inline void remove_scratch_dir() {
-    for (const std::string& f : written_files()) std::remove(f.c_str());
-    rmdir(scratch_dir().c_str());
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch_dir(), ignored);
 }
 
-// A folder of this process's own, made once (the fuzzer may run jobs in parallel).
+// A folder of this process's own, made once (the fuzzer may run jobs in
+// parallel); on the heap, never destroyed, so the exit handler can read it.
 inline const std::string& scratch_dir() {
     static const auto* dir = [] {
         char tmpl[] = "/tmp/fusedngp-fuzz-XXXXXX";
         const char* made = mkdtemp(tmpl);
         if (!made) std::abort();
-        written_files();
         std::atexit(remove_scratch_dir);
         return new std::string(made);
     }();
@@ -48,7 +42,6 @@ inline const std::string& scratch_dir() {
 // Writes the input to scratch_dir()/name and returns the path.
 inline std::string write_input(const uint8_t* data, size_t size, const std::string& name) {
     const std::string path = scratch_dir() + "/" + name;
-    written_files().insert(path);
     FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) std::abort();
     if (size && std::fwrite(data, 1, size, f) != size) std::abort();
