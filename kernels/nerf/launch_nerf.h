@@ -69,7 +69,9 @@ size_t nerf_ray_scan_temp_bytes(uint32_t max_rays);
 // samples into consecutive ranges of the buffers, in ray order; the rays
 // whose range would pass the capacity (the last ones) are dropped. A fixed
 // step (cone 0) marches each ray with a warp, 32 lattice points at a time;
-// a cone, each ray with a thread.
+// a cone, each ray with a thread. Positions past the kept samples, up to the
+// capacity, are set to (0.5, 0.5, 0.5): a density pass over the whole
+// capacity then reads one cell there.
 void launch_nerf_training_rays(const NerfTrainingRaysArgs& args, cudaStream_t stream);
 
 struct NerfCompactArgs {

@@ -190,6 +190,19 @@ __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
                     [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); });
 }
 
+// Positions past the kept samples (to the capacity) -> the centre of the
+// unit cube. The density pass that follows runs over the whole capacity (its
+// batch is set on the host before the count is known); there the unused
+// rows, left over from earlier steps and scattered over the hash tables,
+// would cost as much as the rest. One point keeps their reads in cache.
+__global__ void park_unused_positions_kernel(float* positions, uint32_t capacity, const uint32_t* counters) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= capacity || i < counters[2]) return;
+    positions[3 * (size_t)i + 0] = 0.5f;
+    positions[3 * (size_t)i + 1] = 0.5f;
+    positions[3 * (size_t)i + 2] = 0.5f;
+}
+
 // ---- Compaction -----------------------------------------------------------------
 
 // samples_used (volume_rendering.h) of ray r with its warp: the lanes load
@@ -497,6 +510,9 @@ void launch_nerf_training_rays(const NerfTrainingRaysArgs& a, cudaStream_t strea
                    a.scan_temp_bytes, stream);
     if (warp) write_training_rays_warp_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
     else write_training_rays_thread_kernel<<<blocks_for(a.n_rays, kRayThreads), kRayThreads, 0, stream>>>(a);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+    park_unused_positions_kernel<<<blocks_for(a.samples.capacity), kThreads, 0, stream>>>(a.samples.positions,
+                                                                                        a.samples.capacity, a.counters);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace fusedngp {
@@ -57,6 +58,13 @@ nerf::RayLoss ray_loss_from_config(const json& config) {
 
 uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 
+// FUSEDNGP_NERF_MARCH_AHEAD=0 marches each step in line (A/B runs of the
+// march running a step ahead).
+bool march_ahead_from_environment() {
+    const char* v = std::getenv("FUSEDNGP_NERF_MARCH_AHEAD");
+    return !(v && std::string(v) == "0");
+}
+
 // The density grid's kernel choices for NeRF's sample order: samples come ray
 // by ray, ~1/600 apart, so a warp's samples share the coarse levels' corners.
 // Summing those per warp before the shared-memory atomics pays, and the
@@ -97,7 +105,16 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     max_rays_ = kMaxRaysPerStep;
     n_rays_ = std::clamp(round_up(settings.rays_per_batch, 128), kMinRaysPerStep, max_rays_);
 
+    march_ahead_ = march_ahead_from_environment();
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&march_stream_, cudaStreamNonBlocking));
+    FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&grid_ready_, cudaEventDisableTiming));
+    for (MarchSet& m : march_sets_) {
+        FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming));
+        FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&m.free, cudaEventDisableTiming));
+    }
+    for (auto& pair : march_timing_)
+        for (cudaEvent_t& e : pair) FUSEDNGP_GPU_CHECK(cudaEventCreate(&e));
     for (Slot& s : slots_) {
         FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
         for (cudaEvent_t& e : s.phase) FUSEDNGP_GPU_CHECK(cudaEventCreate(&e));
@@ -119,6 +136,16 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
 
 NerfCudaTrainer::~NerfCudaTrainer() {
     if (stream_) cudaStreamSynchronize(stream_);
+    if (march_stream_) cudaStreamSynchronize(march_stream_);
+    for (MarchSet& m : march_sets_) {
+        if (m.done) cudaEventDestroy(m.done);
+        if (m.free) cudaEventDestroy(m.free);
+    }
+    for (auto& pair : march_timing_)
+        for (cudaEvent_t e : pair)
+            if (e) cudaEventDestroy(e);
+    if (grid_ready_) cudaEventDestroy(grid_ready_);
+    if (march_stream_) cudaStreamDestroy(march_stream_);
     for (Slot& s : slots_) {
         if (s.done) cudaEventDestroy(s.done);
         for (cudaEvent_t e : s.phase)
@@ -152,18 +179,22 @@ void NerfCudaTrainer::allocate_buffers() {
     d_density_out_.resize(kDensityOutputs * n);
     scratch_.resize((size_t)std::max(density_->n_encoded_dims(), colour_->n_encoded_dims()) * march_capacity_);
     const size_t m = march_capacity_;
-    marched_positions_.resize(3 * m);
-    marched_directions_.resize(3 * m);
-    marched_t_.resize(m);
-    marched_dt_.resize(m);
+    for (MarchSet& set : march_sets_) {
+        set.positions.resize(3 * m);
+        set.directions.resize(3 * m);
+        set.t.resize(m);
+        set.dt.resize(m);
+        set.first.resize(max_rays_);
+        set.count.resize(max_rays_);
+        set.target.resize(3 * (size_t)max_rays_);
+        set.background.resize(3 * (size_t)max_rays_);
+        set.counters.resize(3);
+        set.scan_temp.resize(std::max<size_t>(gpu::nerf_ray_scan_temp_bytes(max_rays_), 1));
+    }
     marched_density_out_.resize(kDensityOutputs * m);
     marched_sigma_.resize(m);
-    marched_first_.resize(max_rays_);
-    marched_count_.resize(max_rays_);
     ray_first_.resize(max_rays_);
     ray_count_.resize(max_rays_);
-    ray_target_.resize(3 * (size_t)max_rays_);
-    ray_background_.resize(3 * (size_t)max_rays_);
     step_state_.resize(1);
     view_counts_.resize(kViewChunkRays + 1);
     view_offsets_.resize(kViewChunkRays + 1);
@@ -210,12 +241,14 @@ void NerfCudaTrainer::density_values(const float* d_points, uint32_t n, float* d
 void NerfCudaTrainer::update_occupancy() {
     grid_->update([this](const float* p, uint32_t n, float* out) { density_values(p, n, out); }, (uint32_t)step_,
                   stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
 }
 
-void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, bool encoded, cudaEvent_t forward_done) {
+void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_target, const float* ray_background,
+                                            bool encoded, cudaEvent_t forward_done) {
     const uint32_t b = capacity_;
     Readback* state = step_state_.data();
-    if (encoded)  // march_and_compact copied the kept samples' encoding
+    if (encoded)  // compact() copied the kept samples' encoding
         density_->forward_encoded(density_out_.data(), b, stream_);
     else
         density_->forward(positions_.data(), density_out_.data(), b, stream_);
@@ -230,8 +263,8 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, bool encoded, cudaE
     a.n_rays = n_rays;
     a.ray_first = ray_first_.data();
     a.ray_count = ray_count_.data();
-    a.ray_target = ray_target_.data();
-    a.ray_background = ray_background_.data();
+    a.ray_target = ray_target;
+    a.ray_background = ray_background;
     a.sigma = sigma_.data();
     a.rgb = rgb_.data();
     a.t = t_.data();
@@ -280,6 +313,10 @@ void NerfCudaTrainer::retire(int slot) {
         FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&ms, s.phase[p], s.phase[p + 1]));
         phase_ms_[p] += ms;
     }
+    const auto& march = march_timing_[s.step % march_timing_.size()];
+    float march_ms = 0;
+    FUSEDNGP_GPU_CHECK(cudaEventElapsedTime(&march_ms, march[0], march[1]));
+    march_kernels_ms_ += march_ms;
     ++timed_steps_;
     s.pending = false;
 }
@@ -305,14 +342,18 @@ void NerfCudaTrainer::adapt_ray_count() {
                               march_capacity_);
 }
 
-// Draws and marches the step's rays, then keeps the samples that count:
-// densities of every marched sample (inference, training parameters), then
-// compaction into the networks' buffers.
-void NerfCudaTrainer::march_and_compact(int slot) {
-    Readback* state = step_state_.data();
+// Draws and marches the step's rays. The march reads only the occupancy
+// bits: it waits for the grid's latest write and for the step that used this
+// buffer set before, not for the steps in between.
+void NerfCudaTrainer::issue_march(uint64_t step) {
+    MarchSet& m = march_sets_[step & 1];
+    FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(march_stream_, m.free, 0));
+    FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(march_stream_, grid_ready_, 0));
+    const auto& timing = march_timing_[step % march_timing_.size()];
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing[0], march_stream_));
     gpu::NerfTrainingRaysArgs a;
     a.key = ray_key_;
-    a.step = step_;
+    a.step = step;
     a.n_rays = n_rays_;
     a.cameras = cameras_.data();
     a.n_frames = (uint32_t)dataset_.frames.size();
@@ -322,32 +363,39 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     a.snap_to_pixel_centers = settings_.snap_to_pixel_centers;
     a.background = settings_.training_background;
     a.grid = march_view();
-    const gpu::NerfSampleBuffers marched{marched_positions_.data(), marched_directions_.data(), 3, marched_t_.data(),
-                                         marched_dt_.data(), march_limit_};
-    a.samples = marched;
-    a.ray_first = marched_first_.data();
-    a.ray_count = marched_count_.data();
-    a.ray_target = ray_target_.data();
-    a.ray_background = ray_background_.data();
-    a.counters = &state->march[0];
-    a.scan_temp = scan_temp_.data();
-    a.scan_temp_bytes = scan_temp_.size();
-    gpu::launch_nerf_training_rays(a, stream_);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(slots_[slot].phase[2], stream_));
+    a.samples = {m.positions.data(), m.directions.data(), 3, m.t.data(), m.dt.data(), march_limit_};
+    a.ray_first = m.first.data();
+    a.ray_count = m.count.data();
+    a.ray_target = m.target.data();
+    a.ray_background = m.background.data();
+    a.counters = m.counters.data();
+    a.scan_temp = m.scan_temp.data();
+    a.scan_temp_bytes = m.scan_temp.size();
+    gpu::launch_nerf_training_rays(a, march_stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(timing[1], march_stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(m.done, march_stream_));
+    m.step = step;
+    m.n_rays = n_rays_;
+    m.limit = march_limit_;
+}
 
-    density_->inference(marched_positions_.data(), marched_density_out_.data(), scratch_.data(), march_limit_,
-                        stream_);
-    gpu::launch_nerf_sigma(marched_density_out_.data(), kDensityOutputs, marched_sigma_.data(), march_limit_, stream_);
+// Keeps the marched samples that count: densities of every marched sample
+// (inference, training parameters), then compaction into the networks'
+// buffers.
+void NerfCudaTrainer::compact(MarchSet& m) {
+    Readback* state = step_state_.data();
+    density_->inference(m.positions.data(), marched_density_out_.data(), scratch_.data(), m.limit, stream_);
+    gpu::launch_nerf_sigma(marched_density_out_.data(), kDensityOutputs, marched_sigma_.data(), m.limit, stream_);
     gpu::NerfCompactArgs c;
-    c.n_rays = n_rays_;
-    c.ray_first = marched_first_.data();
-    c.ray_count = marched_count_.data();
+    c.n_rays = m.n_rays;
+    c.ray_first = m.first.data();
+    c.ray_count = m.count.data();
     c.sigma = marched_sigma_.data();
-    c.in = marched;
+    c.in = {m.positions.data(), m.directions.data(), 3, m.t.data(), m.dt.data(), m.limit};
     c.out = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
     c.out_first = ray_first_.data();
     c.out_count = ray_count_.data();
-    c.rays_limit = &state->march[1];
+    c.rays_limit = m.counters.data() + 1;
     c.counters = &state->compact[0];
     c.scan_temp = scan_temp_.data();
     c.scan_temp_bytes = scan_temp_.size();
@@ -359,39 +407,67 @@ void NerfCudaTrainer::march_and_compact(int slot) {
     gpu::launch_nerf_compact_rays(c, stream_);
 }
 
+// A march issued ahead belongs to the state it was issued in: after the
+// parameters, the grid or the step count are replaced, the next step marches
+// again.
+void NerfCudaTrainer::forget_marches() {
+    for (MarchSet& m : march_sets_) m.step = kNoStep;
+}
+
 float NerfCudaTrainer::step() {
     if (dataset_.frames.empty()) throw InputError(dataset_.source + ": no frames to train on");
     const int slot = (int)(step_ % kInFlight);
     retire(slot);
-    adapt_ray_count();
     Slot& s = slots_[slot];
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[0], stream_));
-    if (settings_.occupancy_update_interval > 0 && step_ % settings_.occupancy_update_interval == 0)
-        update_occupancy();
+    if (occupancy_step(step_)) update_occupancy();
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[1], stream_));
-
+    MarchSet& m = march_sets_[step_ & 1];
+    if (m.step != step_) {  // in line: after everything issued before
+        adapt_ray_count();
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
+        issue_march(step_);
+    }
+    // The march phase: what this step still waits for its march.
+    FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(stream_, m.done, 0));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[2], stream_));
     step_state_.fill_bytes(0, stream_);
-    march_and_compact(slot);
+    compact(m);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[3], stream_));
-    run_networks_and_loss(n_rays_, true, s.phase[4]);
+    run_networks_and_loss(m.n_rays, m.target.data(), m.background.data(), true, s.phase[4]);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[5], stream_));
     apply_updates();
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.phase[6], stream_));
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
+    FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(s.host->march, m.counters.data(), sizeof(s.host->march),
+                                       cudaMemcpyDeviceToHost, stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(m.free, stream_));
     FUSEDNGP_GPU_CHECK(cudaEventRecord(s.done, stream_));
-    s.rays = n_rays_;
+    s.rays = m.n_rays;
+    s.step = step_;
     s.loss_scale = loss_scale_.scale();
     s.pending = true;
     ++step_;
     // The first steps wait for themselves: their counts set the ray count
     // from the warm-up grid's (all occupied) to the budget's quickly.
     if (step_ <= 8) retire(slot);
+    // The next step's march runs beside this step's training, unless the
+    // next step updates the grid first.
+    if (march_ahead_ && !occupancy_step(step_)) {
+        adapt_ray_count();
+        issue_march(step_);
+    }
     return last_.loss;
+}
+
+bool NerfCudaTrainer::occupancy_step(uint64_t step) const {
+    return settings_.occupancy_update_interval > 0 && step % settings_.occupancy_update_interval == 0;
 }
 
 void NerfCudaTrainer::synchronize() {
     for (uint64_t i = 0; i < kInFlight; ++i) retire((int)((step_ + i) % kInFlight));
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(march_stream_));
 }
 
 Image NerfCudaTrainer::render_view(const Camera& camera, Vec3 background) {
@@ -494,8 +570,10 @@ void NerfCudaTrainer::load_state(const nerf::NerfTrainingState& s) {
     density_->load(s.density_params, s.density_optimizer, s.step, "density", stream_);
     colour_->load(s.colour_params, s.colour_optimizer, s.step, "colour", stream_);
     grid_->upload(s.grid_density, s.grid_bits, stream_);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
     step_ = s.step;
     last_ = {};
+    forget_marches();
 }
 
 nerf::OccupancyGrid NerfCudaTrainer::occupancy_grid() const {
@@ -513,6 +591,9 @@ json NerfCudaTrainer::diagnostics() const {
         total += mean;
     }
     ms["total"] = total;
+    // The march's own time on its stream; "march" above is what the step
+    // still waited for it (less, where it ran beside the previous step).
+    ms["march_kernels"] = timed_steps_ ? march_kernels_ms_ / (double)timed_steps_ : 0.0;
     return json{{"step_ms", ms},
                 {"timed_steps", timed_steps_},
                 {"skipped_steps", skipped_steps_},
@@ -529,8 +610,9 @@ void NerfCudaTrainer::set_learning_rate(double lr) {
 
 std::vector<std::vector<float>> NerfCudaTrainer::marched_sample_t() {
     synchronize();
-    const std::vector<uint32_t> first = marched_first_.download(), count = marched_count_.download();
-    const std::vector<float> t = marched_t_.download();
+    const MarchSet& m = march_sets_[(step_ - 1) & 1];  // the newest finished step's
+    const std::vector<uint32_t> first = m.first.download(), count = m.count.download();
+    const std::vector<float> t = m.t.download();
     std::vector<std::vector<float>> rays(last_.rays);
     for (uint32_t r = 0; r < last_.rays; ++r)
         if (count[r] != gpu::kDroppedRay) rays[r].assign(t.begin() + first[r], t.begin() + first[r] + count[r]);
@@ -566,14 +648,18 @@ float NerfCudaTrainer::loss_and_gradients(const nerf::NerfBatch<float>& batch, s
     up(dt_.data(), batch.dt.data(), n * sizeof(float));
     up(ray_first_.data(), first.data(), n_rays * sizeof(uint32_t));
     up(ray_count_.data(), count.data(), n_rays * sizeof(uint32_t));
-    up(ray_target_.data(), batch.target.data(), 3 * (size_t)n_rays * sizeof(float));
-    up(ray_background_.data(), batch.background.data(), 3 * (size_t)n_rays * sizeof(float));
+    // The batch's targets go into a march set: a march issued ahead is
+    // drawn again at the next step.
+    forget_marches();
+    MarchSet& m = march_sets_[0];
+    up(m.target.data(), batch.target.data(), 3 * (size_t)n_rays * sizeof(float));
+    up(m.background.data(), batch.background.data(), 3 * (size_t)n_rays * sizeof(float));
     Readback init{};
     init.compact[0] = n;
     init.compact[1] = n_rays;
     init.compact[2] = n;
     up(step_state_.data(), &init, sizeof(Readback));
-    run_networks_and_loss(n_rays, false, nullptr);
+    run_networks_and_loss(n_rays, m.target.data(), m.background.data(), false, nullptr);
     Readback out{};
     FUSEDNGP_GPU_CHECK(cudaMemcpyAsync(&out, step_state_.data(), sizeof(Readback), cudaMemcpyDeviceToHost, stream_));
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));

@@ -13,7 +13,10 @@
 // train on that budget, and the next steps' ray count adapts so the kept
 // samples fill it (instant-ngp's scheme). Rays whose samples do not fit are
 // dropped. The host runs up to kInFlight steps ahead of the GPU; the loss and
-// counts reported are the newest finished step's.
+// counts reported are the newest finished step's. A step's march needs only
+// the occupancy bits, so the next step's rays are drawn and marched on a
+// second stream while this step trains (into the other of two march buffer
+// sets), unless an occupancy update comes first.
 #pragma once
 
 #include "engine/device_model.h"
@@ -99,13 +102,20 @@ private:
     void density_values(const float* d_points, uint32_t n, float* d_sigma);
     // Forward, loss and backward over the sample buffers (rays already marched).
     // `encoded`: the density model's encoded input already holds the samples'
-    // encoding (march_and_compact). `forward_done` (may be null) is recorded
+    // encoding (compact). `forward_done` (may be null) is recorded
     // after the loss.
-    void run_networks_and_loss(uint32_t n_rays, bool encoded, cudaEvent_t forward_done);
+    void run_networks_and_loss(uint32_t n_rays, const float* ray_target, const float* ray_background, bool encoded,
+                               cudaEvent_t forward_done);
     void apply_updates();
     void retire(int slot);
     void adapt_ray_count();
-    void march_and_compact(int slot);
+    struct MarchSet;
+    // Draws and marches step `step`'s rays (n_rays_, march_limit_) into
+    // march_sets_[step & 1] on march_stream_.
+    void issue_march(uint64_t step);
+    void compact(MarchSet& m);
+    void forget_marches();
+    bool occupancy_step(uint64_t step) const;
     gpu::NerfMarchView march_view() const;
     // Colour (3 channels) or depth (1: NerfTrainer::render_depth's definition).
     Image render_pixels(const Camera& camera, Vec3 background, bool depth_only);
@@ -123,12 +133,14 @@ private:
     uint64_t ray_key_;
 
     cudaStream_t stream_ = nullptr;
+    cudaStream_t march_stream_ = nullptr;  // marches run here, a step ahead
+    cudaEvent_t grid_ready_ = nullptr;     // recorded on stream_ after each write of the occupancy grid
     std::unique_ptr<DeviceModel> density_, colour_;
     std::unique_ptr<DeviceOccupancyGrid> grid_;
 
     uint32_t capacity_ = 0;  // samples per step after compaction (the networks' batch)
     uint32_t march_capacity_ = 0;  // marched samples per step, at most
-    uint32_t march_limit_ = 0;     // marched samples this step (adapted; the density pass's batch)
+    uint32_t march_limit_ = 0;     // marched samples of the newest march (adapted; the density pass's batch)
     uint32_t max_rays_ = 0;
     gpu::DeviceBuffer<Camera> cameras_;
     gpu::DeviceBuffer<uint8_t> images_;
@@ -136,11 +148,26 @@ private:
     gpu::DeviceBuffer<float> density_out_, colour_raw_, sigma_, rgb_;
     gpu::DeviceBuffer<float> d_sigma_, d_rgb_, d_colour_raw_, d_colour_in_, d_density_out_, scratch_;
     gpu::DeviceBuffer<uint32_t> ray_first_, ray_count_;
-    // Marched samples, before compaction.
-    gpu::DeviceBuffer<float> marched_positions_, marched_directions_, marched_t_, marched_dt_;
+    // A step's rays and marched samples, before compaction; two sets, so
+    // the next step's march can run while this step trains.
+    static constexpr uint64_t kNoStep = ~0ull;
+    struct MarchSet {
+        gpu::DeviceBuffer<float> positions, directions, t, dt;
+        gpu::DeviceBuffer<uint32_t> first, count;
+        gpu::DeviceBuffer<float> target, background;  // [rays][3]
+        gpu::DeviceBuffer<uint32_t> counters;          // NerfTrainingRaysArgs::counters
+        gpu::DeviceBuffer<uint8_t> scan_temp;
+        uint64_t step = kNoStep;  // the step whose rays it holds
+        uint32_t n_rays = 0, limit = 0;
+        cudaEvent_t done = nullptr;  // its march finished (march_stream_)
+        cudaEvent_t free = nullptr;  // the step that last used it finished (stream_)
+    };
+    std::array<MarchSet, 2> march_sets_;
+    // Each march's own GPU time (march_stream_), by step % 4: a step's pair
+    // is read when the step retires, before the march 4 steps later reuses it.
+    std::array<std::array<cudaEvent_t, 2>, 4> march_timing_{};
+    bool march_ahead_ = true;  // FUSEDNGP_NERF_MARCH_AHEAD=0: each march in line, for A/B runs
     gpu::DeviceBuffer<float> marched_density_out_, marched_sigma_;
-    gpu::DeviceBuffer<uint32_t> marched_first_, marched_count_;
-    gpu::DeviceBuffer<float> ray_target_, ray_background_;
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;
     gpu::DeviceBuffer<float> view_rgb_;
@@ -152,6 +179,7 @@ private:
         std::array<cudaEvent_t, kPhases + 1> phase{};
         Readback* host = nullptr;  // pinned
         uint32_t rays = 0;
+        uint64_t step = 0;
         float loss_scale = 0;  // the scale this step ran with
         bool pending = false;
     };
@@ -163,6 +191,7 @@ private:
     DynamicLossScale loss_scale_{LossScaleSettings{}};  // set from nerf_loss_scale_settings()
     Finished last_;
     std::array<double, kPhases> phase_ms_{};  // sums over timed_steps_
+    double march_kernels_ms_ = 0;             // sum over timed_steps_ (march_timing_)
     uint64_t timed_steps_ = 0;
 };
 

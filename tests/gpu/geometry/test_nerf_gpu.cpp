@@ -79,6 +79,15 @@ NerfTrainerSettings static_grid_settings(uint32_t rays) {
     return s;
 }
 
+// The synthetic scenes' march: the fixed step, up to 1024 samples a ray.
+NerfTrainerSettings fixed_step_settings(uint32_t rays) {
+    NerfTrainerSettings s = static_grid_settings(rays);
+    s.cone_angle = 0;
+    s.max_samples_per_ray = 1024;
+    s.samples_per_batch = 1u << 18;
+    return s;
+}
+
 // Training on the synthetic scene: 512 rays, a cone step, no grid warm-up.
 NerfTrainerSettings training_settings() {
     NerfTrainerSettings s;
@@ -137,10 +146,7 @@ TEST(NerfGpu, FixedTrainingBackgroundGivesTheCpuTrainersFirstLoss) {
 TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
     REQUIRE_DEVICE();
     const Scene scene = synthetic_scene(6, 0, 16);
-    NerfTrainerSettings s = static_grid_settings(2048);
-    s.cone_angle = 0;
-    s.max_samples_per_ray = 1024;
-    s.samples_per_batch = 1u << 18;
+    NerfTrainerSettings s = fixed_step_settings(2048);
     NerfTrainer<float> cpu(scene.train, small_config("L2"), s);
     NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
     nerf::NerfTrainingState state = gpu.save_state();
@@ -178,6 +184,63 @@ TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
     EXPECT_GT(rays_with_samples, marched.size() / 4);
     EXPECT_GE(same_count, marched.size() - marched.size() / 100);
     EXPECT_EQ(close, same_count);
+}
+
+// Of the rays with samples in `marched` (per ray t, the GPU's; a ray the
+// march limit dropped has none), those whose samples are the batch's (the
+// CPU walk's) within 1e-5 in t.
+size_t rays_marched_alike(const std::vector<std::vector<float>>& marched, const nerf::NerfBatch<float>& batch) {
+    size_t alike = 0;
+    for (size_t r = 0; r < marched.size() && r < batch.n_rays(); ++r) {
+        const std::vector<float> want(batch.t.begin() + batch.first[r], batch.t.begin() + batch.first[r + 1]);
+        if (marched[r].empty() || marched[r].size() != want.size()) continue;
+        bool close = true;
+        for (size_t i = 0; i < want.size(); ++i) close &= std::abs(marched[r][i] - want[i]) <= 1e-5f;
+        alike += close;
+    }
+    return alike;
+}
+
+// The CPU trainer's rays of step `step` (n rays) marched over `state`'s grid.
+nerf::NerfBatch<float> cpu_march(const NerfDataset& train, const NerfTrainerSettings& s,
+                                 const nerf::NerfTrainingState& state, uint32_t step, uint32_t n) {
+    NerfTrainer<float> cpu(train, small_config("L2"), s);
+    cpu.occupancy_grid().set_state(state.grid_density, state.grid_bits);
+    cpu.set_step_count(step);
+    cpu.set_rays_per_batch(n);
+    return cpu.sample_batch();
+}
+
+// A step's march runs on its own stream, issued while the step before
+// trains; after an occupancy update (on the training stream) it must wait
+// for the new grid. Grid updates every 8 steps: step 17's march, issued
+// during step 16, against the CPU walk of its rays over the grid of step
+// 16's update and over the grid before it (which must differ, or the test
+// could not tell them apart).
+TEST(NerfGpu, MarchIssuedAheadSeesTheGridOfItsStep) {
+    REQUIRE_DEVICE();
+    const Scene scene = synthetic_scene(6, 0, 16);
+    NerfTrainerSettings s = fixed_step_settings(2048);
+    s.occupancy_update_interval = 8;
+    s.occupancy.warmup_steps = 0;
+    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+    for (int i = 0; i < 16; ++i) gpu.step();
+    const nerf::NerfTrainingState before = gpu.save_state();  // the grid of step 8's update
+    gpu.step();  // step 16: updates the grid, then issues step 17's march
+    gpu.step();
+    const std::vector<std::vector<float>> marched = gpu.marched_sample_t();
+    const nerf::NerfTrainingState after = gpu.save_state();
+    ASSERT_EQ(gpu.step_count(), 18u);
+    const uint32_t n = (uint32_t)marched.size();
+    const size_t with_samples =
+        (size_t)std::count_if(marched.begin(), marched.end(), [](const std::vector<float>& t) { return !t.empty(); });
+    const size_t on_new = rays_marched_alike(marched, cpu_march(scene.train, s, after, 17, n));
+    const size_t on_old = rays_marched_alike(marched, cpu_march(scene.train, s, before, 17, n));
+    std::printf("step 17: %u rays, %zu with samples: %zu marched as on the updated grid, %zu as on the grid before\n",
+                n, with_samples, on_new, on_old);
+    ASSERT_GT(with_samples, (size_t)n / 4);
+    EXPECT_LT(on_old, with_samples - with_samples / 20);  // the update moved over 5 % of the rays' samples
+    EXPECT_GE(on_new, with_samples - with_samples / 100);
 }
 
 TEST(NerfGpu, LossAndGradientsMatchTheCpuTrainerOnOneBatch) {
