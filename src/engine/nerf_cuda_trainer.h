@@ -134,7 +134,9 @@ private:
 
     cudaStream_t stream_ = nullptr;
     cudaStream_t march_stream_ = nullptr;  // marches run here, a step ahead
-    cudaEvent_t grid_ready_ = nullptr;     // recorded on stream_ after each write of the occupancy grid
+    // Recorded on stream_ after each write of the occupancy grid, and before
+    // an in-line march (which then follows everything issued before it).
+    cudaEvent_t grid_ready_ = nullptr;
     std::unique_ptr<DeviceModel> density_, colour_;
     std::unique_ptr<DeviceOccupancyGrid> grid_;
 
