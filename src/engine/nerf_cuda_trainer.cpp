@@ -1,5 +1,6 @@
 #include "engine/nerf_cuda_trainer.h"
 
+#include "core/env.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "engine/cuda_backend.h"
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 namespace fusedngp {
@@ -58,13 +58,6 @@ nerf::RayLoss ray_loss_from_config(const json& config) {
 
 uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 
-// FUSEDNGP_NERF_MARCH_AHEAD=0 marches each step in line (A/B runs of the
-// march running a step ahead).
-bool march_ahead_from_environment() {
-    const char* v = std::getenv("FUSEDNGP_NERF_MARCH_AHEAD");
-    return !(v && std::string(v) == "0");
-}
-
 // The density grid's kernel choices for NeRF's sample order: samples come ray
 // by ray, ~1/600 apart, so a warp's samples share the coarse levels' corners.
 // Summing those per warp before the shared-memory atomics pays, and the
@@ -105,10 +98,10 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     max_rays_ = kMaxRaysPerStep;
     n_rays_ = std::clamp(round_up(settings.rays_per_batch, 128), kMinRaysPerStep, max_rays_);
 
-    march_ahead_ = march_ahead_from_environment();
+    march_ahead_ = !env_equals("FUSEDNGP_NERF_MARCH_AHEAD", "0");
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&march_stream_, cudaStreamNonBlocking));
-    FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&grid_ready_, cudaEventDisableTiming));
+    FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&march_after_, cudaEventDisableTiming));
     for (MarchSet& m : march_sets_) {
         FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&m.done, cudaEventDisableTiming));
         FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&m.free, cudaEventDisableTiming));
@@ -144,7 +137,7 @@ NerfCudaTrainer::~NerfCudaTrainer() {
     for (auto& pair : march_timing_)
         for (cudaEvent_t e : pair)
             if (e) cudaEventDestroy(e);
-    if (grid_ready_) cudaEventDestroy(grid_ready_);
+    if (march_after_) cudaEventDestroy(march_after_);
     if (march_stream_) cudaStreamDestroy(march_stream_);
     for (Slot& s : slots_) {
         if (s.done) cudaEventDestroy(s.done);
@@ -241,7 +234,7 @@ void NerfCudaTrainer::density_values(const float* d_points, uint32_t n, float* d
 void NerfCudaTrainer::update_occupancy() {
     grid_->update([this](const float* p, uint32_t n, float* out) { density_values(p, n, out); }, (uint32_t)step_,
                   stream_);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
 }
 
 void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_target, const float* ray_background,
@@ -343,12 +336,12 @@ void NerfCudaTrainer::adapt_ray_count() {
 }
 
 // Draws and marches the step's rays. The march reads only the occupancy
-// bits: it waits for the grid's latest write and for the step that used this
-// buffer set before, not for the steps in between.
+// bits: it waits for march_after_ (the grid's latest write) and for the step
+// that used this buffer set before, not for the steps in between.
 void NerfCudaTrainer::issue_march(uint64_t step) {
     MarchSet& m = march_sets_[step & 1];
     FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(march_stream_, m.free, 0));
-    FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(march_stream_, grid_ready_, 0));
+    FUSEDNGP_GPU_CHECK(cudaStreamWaitEvent(march_stream_, march_after_, 0));
     const auto& timing = march_timing_[step % march_timing_.size()];
     FUSEDNGP_GPU_CHECK(cudaEventRecord(timing[0], march_stream_));
     gpu::NerfTrainingRaysArgs a;
@@ -425,7 +418,7 @@ float NerfCudaTrainer::step() {
     MarchSet& m = march_sets_[step_ & 1];
     if (m.step != step_) {  // in line: after everything issued before
         adapt_ray_count();
-        FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
+        FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
         issue_march(step_);
     }
     // The march phase: what this step still waits for its march.
@@ -570,7 +563,7 @@ void NerfCudaTrainer::load_state(const nerf::NerfTrainingState& s) {
     density_->load(s.density_params, s.density_optimizer, s.step, "density", stream_);
     colour_->load(s.colour_params, s.colour_optimizer, s.step, "colour", stream_);
     grid_->upload(s.grid_density, s.grid_bits, stream_);
-    FUSEDNGP_GPU_CHECK(cudaEventRecord(grid_ready_, stream_));
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
     step_ = s.step;
     last_ = {};
     forget_marches();

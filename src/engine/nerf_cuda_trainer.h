@@ -134,9 +134,10 @@ private:
 
     cudaStream_t stream_ = nullptr;
     cudaStream_t march_stream_ = nullptr;  // marches run here, a step ahead
-    // Recorded on stream_ after each write of the occupancy grid, and before
-    // an in-line march (which then follows everything issued before it).
-    cudaEvent_t grid_ready_ = nullptr;
+    // The point on stream_ that every march follows: recorded after each
+    // write of the occupancy grid, and before an in-line march (which then
+    // follows everything issued before it).
+    cudaEvent_t march_after_ = nullptr;
     std::unique_ptr<DeviceModel> density_, colour_;
     std::unique_ptr<DeviceOccupancyGrid> grid_;
 
