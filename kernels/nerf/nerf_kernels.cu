@@ -259,7 +259,17 @@ __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
     const size_t d = a.encoded_dims;
     const float* src = a.in_encoded + (size_t)from0 * d;
     float* dst = a.out_encoded + (size_t)base * d;
-    for (size_t k = lane_index(); k < (size_t)n * d; k += 32) dst[k] = src[k];
+    const size_t count = (size_t)n * d;
+    // A ray keeps ~8 rows of 32 floats: as float4s that is two rounds of the
+    // warp instead of eight (the scalar copy took about a fifth of the
+    // compaction's time on the H100).
+    if (count % 4 == 0 && ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15u) == 0) {
+        const float4* src4 = reinterpret_cast<const float4*>(src);
+        float4* dst4 = reinterpret_cast<float4*>(dst);
+        for (size_t k = lane_index(); k < count / 4; k += 32) dst4[k] = src4[k];
+        return;
+    }
+    for (size_t k = lane_index(); k < count; k += 32) dst[k] = src[k];
 }
 
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
