@@ -168,6 +168,50 @@ TEST(NerfTrainer, TrainingBackgroundIsReadFromTheSamplingSection) {
     }
 }
 
+// Frames at `distance` from the cube's centre with focal length `focal`.
+NerfDataset frames_at(const std::vector<std::pair<float, float>>& distance_and_focal) {
+    NerfDataset d;
+    for (const auto& [distance, focal] : distance_and_focal) {
+        NerfFrame f;
+        f.camera.pose.position = Vec3{0.5f, 0.5f + distance, 0.5f};
+        f.camera.intrinsics.fx = f.camera.intrinsics.fy = focal;
+        d.frames.push_back(f);
+    }
+    return d;
+}
+
+TEST(NerfTrainer, FinestGridLevelFollowsThePixelsAtTheSceneCentre) {
+    // Median of focal / distance: 500/2 = 250, 600/1.5 = 400, 900/1 = 900.
+    EXPECT_NEAR(finest_resolution_for(frames_at({{2.f, 500.f}, {1.5f, 600.f}, {1.f, 900.f}})), 400.0, 1e-3);
+    EXPECT_EQ(finest_resolution_for(frames_at({{1.f, 1e6f}})), 4096.0);  // clamped
+    EXPECT_EQ(finest_resolution_for(frames_at({{1.f, 2.f}})), 16.0);
+    // lego at 400x400: focal 555.6 px, cameras 4.03 x 0.33 from the centre.
+    EXPECT_NEAR(finest_resolution_for(frames_at({{1.33f, 555.6f}})), 417.7, 0.1);
+
+    EXPECT_NEAR(per_level_scale_for(512, 16, 16), std::pow(32.0, 1.0 / 15), 1e-12);
+    EXPECT_EQ(per_level_scale_for(512, 16, 1), 1.0);
+    EXPECT_EQ(per_level_scale_for(8, 16, 16), 1.0);  // never below 1, which the grid rejects
+
+    const NerfDataset data = frames_at({{1.f, 512.f}});
+    json config = nerf_config(16, 19, 64, "L2");
+    config["encoding"].erase("per_level_scale");
+    const json derived = nerf_config_for_data(config, data);
+    EXPECT_NEAR(derived["encoding"]["per_level_scale"].get<double>(), std::pow(32.0, 1.0 / 15), 1e-6);
+    json rest = derived;  // everything else is as it was
+    rest["encoding"].erase("per_level_scale");
+    EXPECT_EQ(rest, config);
+    EXPECT_EQ(nerf_config_for_data(derived, data), derived);  // applying it again changes nothing
+
+    json explicit_scale = nerf_config(16, 19, 64, "L2");  // per_level_scale 1.5 stays
+    EXPECT_EQ(nerf_config_for_data(explicit_scale, data), explicit_scale);
+    json frequency = config;
+    frequency["encoding"] = {{"otype", "Frequency"}, {"n_frequencies", 6}};
+    EXPECT_EQ(nerf_config_for_data(frequency, data), frequency);
+    json one_level = config;
+    one_level["encoding"]["n_levels"] = 1;
+    EXPECT_EQ(nerf_config_for_data(one_level, data), one_level);
+}
+
 TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
     const auto dir = test::make_temp_dir("nerf_trainer_fit");
     write_synthetic_dataset(dir.string(), default_synthetic_scene(), 16, 2, 32, 32, 5);

@@ -62,7 +62,7 @@ NerfScene load_nerf_scene(const std::string& path, const std::string& config_pat
     const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, warnings) : NerfDataset{};
     scene.eval = downsampled_views(has_test ? test : scene.train, eval.count, eval.max_side);
     scene.eval_split = has_test ? "test" : "train";
-    scene.config = load_mode_config("nerf", config_path);
+    scene.config = nerf::nerf_config_for_data(load_mode_config("nerf", config_path), scene.train);
     scene.settings = nerf::nerf_settings_from_config(scene.config, scene.train.aabb_scale, rays_per_batch, seed);
     char line[256];
     std::snprintf(line, sizeof line, "%zu train views %ux%u, aabb_scale %g; PSNR on %zu %s views at %ux%u",

@@ -5,6 +5,7 @@
 #include "optimizers/state_matching.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace fusedngp::nerf {
@@ -122,6 +123,38 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     if (s.samples_per_batch < 256 || s.samples_per_batch > (1u << 26))
         throw ConfigError("sampling.samples_per_batch", "must be in [256, 2^26]");
     return s;
+}
+
+double per_level_scale_for(double finest_resolution, uint32_t base_resolution, uint32_t n_levels) {
+    if (n_levels < 2 || base_resolution == 0 || finest_resolution <= base_resolution) return 1.0;
+    return std::pow(finest_resolution / base_resolution, 1.0 / (n_levels - 1));
+}
+
+double finest_resolution_for(const NerfDataset& train) {
+    std::vector<double> per_unit;
+    for (const auto& f : train.frames) {
+        const double distance = std::max(1e-3f, length(f.camera.pose.position - Vec3{0.5f, 0.5f, 0.5f}));
+        per_unit.push_back(0.5 * ((double)f.camera.intrinsics.fx + f.camera.intrinsics.fy) / distance);
+    }
+    if (per_unit.empty()) return 2048;
+    std::nth_element(per_unit.begin(), per_unit.begin() + per_unit.size() / 2, per_unit.end());
+    return std::clamp(per_unit[per_unit.size() / 2], 16.0, 4096.0);
+}
+
+json nerf_config_for_data(json config, const NerfDataset& train) {
+    auto it = config.find("encoding");
+    if (it == config.end() || !it->is_object() || it->contains("per_level_scale")) return config;
+    const std::string otype = get_string(*it, "encoding", "otype", "");
+    bool grid = false;
+    for (const char* name : {"HashGrid", "DenseGrid", "TiledGrid", "Grid"}) grid = grid || equals_ignore_case(otype, name);
+    if (!grid) return config;
+    const uint32_t n_levels = get_size(*it, "encoding", "n_levels", 16);
+    const uint32_t base = get_size(*it, "encoding", "base_resolution", 16);
+    if (n_levels < 2) return config;
+    // 6 digits: the value summary.json and snapshots show.
+    (*it)["per_level_scale"] =
+        std::round(per_level_scale_for(finest_resolution_for(train), base, n_levels) * 1e6) / 1e6;
+    return config;
 }
 
 } // namespace fusedngp::nerf

@@ -114,4 +114,18 @@ private:
 NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_scale, uint32_t rays_per_batch,
                                               uint64_t seed);
 
+// The config with its grid encoding's finest level set by the data, as
+// instant-ngp sets it by aabb_scale: where `encoding` is a grid (HashGrid,
+// DenseGrid, TiledGrid, Grid) of more than one level without
+// "per_level_scale", the levels are made to run from base_resolution to
+// finest_resolution_for(train) cells per unit. Finer levels only fit each
+// view's own pixels: on lego at 400x400, a finest level of 384 gave +0.9 dB
+// over 2048 at 30 s. Any other config is returned as it is. The result is what
+// snapshots keep.
+json nerf_config_for_data(json config, const NerfDataset& train);
+// About one cell per pixel at the scene's centre: the median over the frames
+// of focal length / distance to (0.5, 0.5, 0.5), in [16, 4096].
+double finest_resolution_for(const NerfDataset& train);
+double per_level_scale_for(double finest_resolution, uint32_t base_resolution, uint32_t n_levels);
+
 } // namespace fusedngp::nerf
