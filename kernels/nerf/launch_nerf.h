@@ -78,7 +78,11 @@ struct NerfCompactArgs {
     uint32_t n_rays = 0;
     const uint32_t* ray_first = nullptr;  // marched samples of each ray
     const uint32_t* ray_count = nullptr;  // kDroppedRay: dropped when marching
-    const float* sigma = nullptr;         // the marched samples' densities
+    // The density model's outputs on the marched samples (rows of
+    // density_stride floats): sigma = trunc_exp(row[0]), taken here rather
+    // than in a pass of its own.
+    const float* density_out = nullptr;
+    uint32_t density_stride = 0;
     NerfSampleBuffers in, out;
     uint32_t* out_first = nullptr;
     uint32_t* out_count = nullptr;

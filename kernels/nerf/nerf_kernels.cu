@@ -221,7 +221,8 @@ __global__ void count_compacted_kernel(const NerfCompactArgs a) {
         bool done = false;
         for (uint32_t j0 = 0; j0 < n && !done; j0 += 32) {
             const uint32_t j = j0 + lane;
-            const float e = j < n ? nerf::scalar_exp(-a.sigma[f + j] * a.in.dt[f + j]) : 1.f;
+            const float sigma = j < n ? nerf::trunc_exp(a.density_out[(size_t)(f + j) * a.density_stride]) : 0.f;
+            const float e = j < n ? nerf::scalar_exp(-sigma * a.in.dt[f + j]) : 1.f;
             const uint32_t m = ::min(32u, n - j0);
             for (uint32_t q = 0; q < m; ++q) {
                 const float e_q = __shfl_sync(kFullMask, e, q);

@@ -185,7 +185,6 @@ void NerfCudaTrainer::allocate_buffers() {
         set.scan_temp.resize(std::max<size_t>(gpu::nerf_ray_scan_temp_bytes(max_rays_), 1));
     }
     marched_density_out_.resize(kDensityOutputs * m);
-    marched_sigma_.resize(m);
     ray_first_.resize(max_rays_);
     ray_count_.resize(max_rays_);
     step_state_.resize(1);
@@ -378,12 +377,12 @@ void NerfCudaTrainer::issue_march(uint64_t step) {
 void NerfCudaTrainer::compact(MarchSet& m) {
     Readback* state = step_state_.data();
     density_->inference(m.positions.data(), marched_density_out_.data(), scratch_.data(), m.limit, stream_);
-    gpu::launch_nerf_sigma(marched_density_out_.data(), kDensityOutputs, marched_sigma_.data(), m.limit, stream_);
     gpu::NerfCompactArgs c;
     c.n_rays = m.n_rays;
     c.ray_first = m.first.data();
     c.ray_count = m.count.data();
-    c.sigma = marched_sigma_.data();
+    c.density_out = marched_density_out_.data();
+    c.density_stride = kDensityOutputs;
     c.in = {m.positions.data(), m.directions.data(), 3, m.t.data(), m.dt.data(), m.limit};
     c.out = {positions_.data(), colour_in_.data(), kColourInputs, t_.data(), dt_.data(), capacity_};
     c.out_first = ray_first_.data();

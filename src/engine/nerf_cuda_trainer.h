@@ -170,7 +170,7 @@ private:
     // is read when the step retires, before the march 4 steps later reuses it.
     std::array<std::array<cudaEvent_t, 2>, 4> march_timing_{};
     bool march_ahead_ = true;  // FUSEDNGP_NERF_MARCH_AHEAD=0: each march in line, for A/B runs
-    gpu::DeviceBuffer<float> marched_density_out_, marched_sigma_;
+    gpu::DeviceBuffer<float> marched_density_out_;
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;
     gpu::DeviceBuffer<float> view_rgb_;
