@@ -127,6 +127,20 @@ TEST(Cli, InfoDescribesDefaultConfig) {
     EXPECT_NE(r.out.find("params"), std::string::npos);
 }
 
+TEST(Cli, InfoSaysWhenTheNerfGridScaleComesFromTheData) {
+    CliResult r = run_cli("info --mode nerf");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("no per_level_scale in the config"), std::string::npos) << r.out;
+    auto dir = make_temp_dir("cfg_scale");
+    auto path = dir / "nerf.json";
+    write_text_file(path, R"({"encoding": {"otype": "HashGrid", "per_level_scale": 1.5}})");
+    r = run_cli("info --mode nerf --config " + path.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("no per_level_scale"), std::string::npos) << r.out;
+    EXPECT_EQ(run_cli("info --mode image").out.find("no per_level_scale"), std::string::npos);
+    fs::remove_all(dir);
+}
+
 TEST(Cli, UnknownOptionIsUsageError) {
     CliResult r = run_cli("info --no-such-flag");
     EXPECT_EQ(r.exit_code, 2);
