@@ -170,6 +170,32 @@ TEST(NerfPersistCli, ResumingWithADifferentConfigIsAnError) {
                        out, "different config");
 }
 
+// A config without the grid's per_level_scale: train sets it from the
+// cameras, says so, and keeps it in the snapshot; resuming with the same
+// config file derives the same value, so it is not "a different config".
+TEST(NerfPersistCli, GridScaleFromTheCamerasIsKeptAndResumes) {
+    const fs::path dir = make_temp_dir("nerf_scale_from_data");
+    nlohmann::json config = nlohmann::json::parse(test::kNerfPersistConfig);
+    config["encoding"].erase("per_level_scale");
+    write_text_file(dir / "open.json", config.dump());
+    const std::string base = "train --data " + nerf_persist_scene().dir.string() + " --backend cpu --config " +
+                             (dir / "open.json").string() + " --batch 128 --eval-every 0 ";
+    auto first = run_cli(base + "--steps 4 --out " + (dir / "first").string());
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    EXPECT_NE(first.out.find("set by the data"), std::string::npos) << first.out;
+    const NerfSnapshot snap = load_nerf_snapshot((dir / "first" / "snapshot.fusedngp").string());
+    ASSERT_TRUE(snap.config["encoding"].contains("per_level_scale"));
+    const double scale = snap.config["encoding"]["per_level_scale"].get<double>();
+    EXPECT_GE(scale, 1.0);
+    EXPECT_NE(scale, 1.5);  // not the file's value: it has none
+    auto again = run_cli(base + "--steps 8 --resume " + (dir / "first" / "snapshot.fusedngp").string() + " --out " +
+                         (dir / "again").string());
+    ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+    EXPECT_NE(again.out.find("resuming at step 4"), std::string::npos) << again.out;
+    EXPECT_EQ(again.out.find("set by the data"), std::string::npos) << again.out;  // the snapshot's config
+    EXPECT_EQ(load_nerf_snapshot((dir / "again" / "snapshot.fusedngp").string()).config, snap.config);
+}
+
 TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
     const fs::path dir = make_temp_dir("nerf_export");
     auto r = run_cli("export " + trained_snapshot().string() + " --out " + (dir / "w.safetensors").string());
