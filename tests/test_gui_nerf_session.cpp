@@ -6,13 +6,16 @@
 
 #include "cli_runner.h"
 #include "gui/nerf_session.h"
+#include "geometry/mesh_io.h"
 #include "gui/nerf_setup.h"
 #include "nerf/synthetic_scene.h"
+#include "persist/nerf_snapshot.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 namespace fusedngp {
@@ -42,7 +45,7 @@ const SceneFiles& scene_files() {
     return files;
 }
 
-NerfScene small_scene(uint32_t max_side) {
+NerfAppScene small_scene(uint32_t max_side) {
     return load_nerf_scene(scene_files().dir, scene_files().config, 64, 1, NerfEvalViews{3, max_side}, nullptr);
 }
 
@@ -63,7 +66,7 @@ std::vector<NerfBand> collect_pass(NerfSession& session, uint64_t pass, int heig
 }
 
 TEST(GuiNerfSession, EvalViewsAreTheTestSplitDownsampled) {
-    const NerfScene scene = small_scene(16);
+    const NerfAppScene scene = small_scene(16);
     EXPECT_EQ(scene.eval_split, "test");
     ASSERT_EQ(scene.eval.frames.size(), 2u);  // fewer test views than asked for
     EXPECT_EQ(scene.eval.images.width, 16u);  // 32x24 by a factor of 2
@@ -168,6 +171,84 @@ TEST(GuiNerfSession, LiveNetworkChangesCarryTheWeightsAndTrainOn) {
     EXPECT_EQ(session.take_change_reports().size(), 1u);
     session.stop_worker();
     EXPECT_TRUE(session.take_worker_error().empty());
+}
+
+// Waits (bounded) until the worker reported `n` file jobs or an error.
+std::vector<std::string> wait_file_reports(NerfSession& session, size_t n, std::string* error) {
+    std::vector<std::string> reports;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (reports.size() < n && std::chrono::steady_clock::now() < deadline) {
+        for (std::string& r : session.take_file_reports()) reports.push_back(std::move(r));
+        if (std::string e = session.take_worker_error(); !e.empty()) {
+            *error = e;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return reports;
+}
+
+// Snapshots, weights and meshes the app writes are the command line's files
+// (render, mesh and --resume read them), a loaded snapshot brings its state
+// and step back, and a bad file is an error while training goes on. The jobs
+// run while training is paused.
+TEST(GuiNerfSession, FileJobsWriteTheCommandLinesFilesAndLoadASnapshotBack) {
+    const auto dir = test::make_temp_dir("gui_nerf_files");
+    NerfSession session(small_scene(16), "cpu");
+    session.set_lockstep(true);
+    session.running = false;
+    session.start_worker();
+    session.run_steps(12);
+    session.poll();
+    const std::string snap = (dir / "a.fusedngp").string(), weights = (dir / "w.safetensors").string();
+    const std::string mesh = (dir / "m.ply").string();
+    session.request_file_job({NerfFileJobKind::SaveSnapshot, snap});
+    session.request_file_job({NerfFileJobKind::ExportWeights, weights});
+    session.request_file_job({NerfFileJobKind::ExtractMesh, mesh, 32, 1.f});  // a barely trained field: low densities
+    std::string error;
+    std::vector<std::string> reports = wait_file_reports(session, 3, &error);
+    ASSERT_EQ(reports.size(), 3u) << error;
+    EXPECT_NE(reports[0].find("saved snapshot " + snap + " at step 12"), std::string::npos) << reports[0];
+    EXPECT_NE(reports[2].find("triangles"), std::string::npos) << reports[2];
+    const NerfSnapshot saved = load_nerf_snapshot(snap);
+    EXPECT_EQ(saved.state.step, 12u);
+    EXPECT_EQ(saved.config, session.config());
+    EXPECT_EQ(saved.data_path, scene_files().dir);
+    for (const std::string& model : {snap, weights}) {
+        const auto r = test::run_cli("render " + model + " --width 8 --out " + (dir / "view.png").string());
+        EXPECT_EQ(r.exit_code, 0) << model << ": " << r.err;
+    }
+    EXPECT_GT(load_mesh(mesh).n_triangles(), 0u);
+
+    session.run_steps(3);
+    session.poll();
+    EXPECT_EQ(session.step(), 15u);
+    session.request_file_job({NerfFileJobKind::LoadSnapshot, snap});
+    reports = wait_file_reports(session, 1, &error);
+    ASSERT_EQ(reports.size(), 1u) << error;
+    session.poll();
+    EXPECT_EQ(session.step(), 12u);
+    const std::string again = (dir / "b.fusedngp").string();
+    session.request_file_job({NerfFileJobKind::SaveSnapshot, again});
+    ASSERT_EQ(wait_file_reports(session, 1, &error).size(), 1u) << error;
+    const NerfSnapshot reloaded = load_nerf_snapshot(again);
+    EXPECT_EQ(reloaded.state.step, 12u);
+    EXPECT_EQ(reloaded.state.density_params, saved.state.density_params);
+    EXPECT_EQ(reloaded.state.grid_bits, saved.state.grid_bits);
+
+    error.clear();
+    session.request_file_job({NerfFileJobKind::LoadSnapshot, (dir / "missing.fusedngp").string()});
+    EXPECT_TRUE(wait_file_reports(session, 1, &error).empty());
+    EXPECT_NE(error.find("missing.fusedngp"), std::string::npos) << error;
+    error.clear();
+    session.request_file_job({NerfFileJobKind::ExtractMesh, (dir / "none.ply").string(), 16, 1e9f});
+    EXPECT_TRUE(wait_file_reports(session, 1, &error).empty());
+    EXPECT_NE(error.find("is empty"), std::string::npos) << error;
+    EXPECT_FALSE(std::filesystem::exists(dir / "none.ply"));
+    session.run_steps(1);
+    session.poll();
+    EXPECT_EQ(session.step(), 13u);
+    session.stop_worker();
 }
 
 // Space pauses and resumes by flipping `running` alone: the worker notices.

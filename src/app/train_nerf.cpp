@@ -86,17 +86,6 @@ json time_renders(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
     return out;
 }
 
-// A snapshot resumes only on its own scene's transform (the grid's extent and
-// the cameras' coordinates depend on it).
-void check_nerf_resume_fits(const NerfSnapshot& s, const std::string& path, const NerfDataset& data) {
-    const Vec3 a = s.scene.offset, b = data.offset;
-    if (s.scene.aabb_scale != data.aabb_scale || s.scene.scale != data.scale || a.x != b.x || a.y != b.y || a.z != b.z) {
-        throw InputError(path + ": the snapshot's scene transform (aabb_scale " + std::to_string(s.scene.aabb_scale) +
-                         ", scale " + std::to_string(s.scene.scale) + ") differs from " + data.source + "'s (aabb_scale " +
-                         std::to_string(data.aabb_scale) + ", scale " + std::to_string(data.scale) + ")");
-    }
-}
-
 // The snapshot's config when resuming (a --config that differs is an error),
 // else the default or the user's file, with the grid's finest level set by
 // the data where the file leaves it open (nerf_config_for_data).
@@ -155,7 +144,7 @@ int run_train_nerf(const TrainOptions& o) {
     const bool has_test = !paths.test.empty();
     const NerfDataset test =
         has_test ? load_nerf_dataset(paths.test, load, &warnings) : first_frames(train, kTrainEvalViews);
-    if (resumed) check_nerf_resume_fits(*resumed, o.resume, train);
+    if (resumed) check_nerf_scene_matches(resumed->scene, train, o.resume);
     const json config = resolve_nerf_config(o, resumed.get(), train);
     // Resuming keeps the snapshot's batch unless --batch says otherwise (the
     // same batch continues bit-identically on the CPU).

@@ -34,9 +34,11 @@ const Shortcut kShortcuts3d[] = {
     {"[ / ]", "narrower / wider field of view"}, {"F / Home", "fit the mesh / reset the camera"},
 };
 
-// The NeRF mode's keys (it has no snapshots or image files yet).
+// The NeRF mode's keys.
 const Shortcut kShortcutsNerf[] = {
     {"Space", "start / pause training"},  {"N", "single step"},
+    {"Ctrl+S", "save snapshot"},          {"Ctrl+L", "load snapshot"},
+    {"Ctrl+E", "export weights"},         {"Ctrl+M", "extract mesh"},
     {"F12 / P", "screenshot"},             {"F1 / H", "this help"},
     {"left drag", "orbit"},                {"right / middle drag", "pan"},
     {"wheel", "zoom"},                     {"W A S D / Q E", "fly (Shift: faster)"},
@@ -51,6 +53,7 @@ const char* default_path(FileAction action) {
     case FileAction::ExportWeights: return "fusedngp_weights.safetensors";
     case FileAction::Screenshot: return "fusedngp_screenshot.png";
     case FileAction::OpenImage: return "";
+    case FileAction::ExtractMesh: return "fusedngp_mesh.ply";
     case FileAction::None: break;
     }
     return "";
@@ -63,6 +66,7 @@ const char* title(FileAction action) {
     case FileAction::ExportWeights: return "Export weights (safetensors)";
     case FileAction::Screenshot: return "Save screenshot (PNG)";
     case FileAction::OpenImage: return "Open image";
+    case FileAction::ExtractMesh: return "Extract mesh (.ply or .obj)";
     case FileAction::None: break;
     }
     return "";
@@ -74,9 +78,13 @@ void open_prompt(UiState& ui, FileAction action) {
     std::strncpy(ui.prompt_path, default_path(action), sizeof(ui.prompt_path) - 1);
 }
 
-// `session` is null in the NeRF mode, whose panel only offers screenshots.
-void perform(TrainingSession* session, UiState& ui, FileAction action, const std::string& path) {
-    if (!session && action != FileAction::Screenshot) return;
+// `session` is null in the NeRF mode: `act` takes its actions but screenshots.
+void perform(TrainingSession* session, UiState& ui, FileAction action, const std::string& path,
+             const std::function<void(FileAction, const std::string&)>& act) {
+    if (!session && action != FileAction::Screenshot) {
+        if (act) act(action, path);
+        return;
+    }
     switch (action) {
     case FileAction::SaveSnapshot:
         if (run_reporting_errors(ui, "saving " + path, [&] { session->save_snapshot(path); })) ui.info("saved " + path);
@@ -95,6 +103,7 @@ void perform(TrainingSession* session, UiState& ui, FileAction action, const std
         ui.screenshot_after_frame = FileAction::Screenshot;
         ui.pending_screenshot_path = path;
         break;
+    case FileAction::ExtractMesh:  // the SDF view extracts from its own panel
     case FileAction::None: break;
     }
 }
@@ -122,7 +131,8 @@ void draw_files_panel(TrainingSession& session, UiState& ui) {
     }
 }
 
-void draw_file_prompt(TrainingSession* session, UiState& ui) {
+void draw_file_prompt(TrainingSession* session, UiState& ui,
+                      const std::function<void(FileAction, const std::string&)>& act) {
     if (ui.prompt == FileAction::None) return;
     if (ui.prompt_just_opened) {
         ImGui::OpenPopup("file");
@@ -140,7 +150,7 @@ void draw_file_prompt(TrainingSession* session, UiState& ui) {
         ui.prompt = FileAction::None;
         ImGui::CloseCurrentPopup();
         if (ui.prompt_path[0] == '\0') ui.error("no file name given");
-        else perform(session, ui, action, ui.prompt_path);
+        else perform(session, ui, action, ui.prompt_path, act);
     }
     ImGui::SameLine();
     if (ImGui::Button("Cancel", ImVec2(90, 0)) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) {

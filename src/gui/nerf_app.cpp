@@ -13,6 +13,7 @@
 #include "gui/nerf_setup.h"
 #include "gui/nerf_view.h"
 #include "gui/panels.h"
+#include "gui/ui_state.h"
 
 #include <imgui.h>
 
@@ -50,6 +51,23 @@ void apply_due_changes(NerfApp& app, uint64_t frame) {
     }
 }
 
+// The prompt's path for the worker (NerfSession::request_file_job).
+void post_file_job(NerfApp& app, FileAction action, const std::string& path) {
+    NerfFileJob job;
+    job.path = path;
+    job.mesh_resolution = (uint32_t)app.view.mesh_resolution;
+    job.mesh_density = app.view.mesh_density;
+    switch (action) {
+    case FileAction::SaveSnapshot: job.kind = NerfFileJobKind::SaveSnapshot; break;
+    case FileAction::LoadSnapshot: job.kind = NerfFileJobKind::LoadSnapshot; break;
+    case FileAction::ExportWeights: job.kind = NerfFileJobKind::ExportWeights; break;
+    case FileAction::ExtractMesh: job.kind = NerfFileJobKind::ExtractMesh; break;
+    default: return;  // screenshots are the prompt's own; the NeRF view opens no images
+    }
+    app.session.request_file_job(job);
+    app.ui.info((job.kind == NerfFileJobKind::LoadSnapshot ? "loading " : "writing ") + path + " on the training thread");
+}
+
 // Returns the number of frames drawn (app_frame.h's run_frames).
 uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock& clock) {
     const uint32_t steps_per_frame = app.automation.steps_per_frame;
@@ -65,6 +83,10 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
             std::printf("changed   %s\n", report.c_str());
             app.ui.info(report);
         }
+        for (const std::string& report : app.session.take_file_reports()) {
+            std::printf("file      %s\n", report.c_str());
+            app.ui.info(report);
+        }
         if (std::string error = app.session.take_worker_error(); !error.empty()) {
             app.ui.error(error);
             app.view.worker_failed();
@@ -78,7 +100,7 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
         begin_side_panel(panel_width, app.session.backend_name(), app.ui, app.session.running);
         draw_nerf_panel(app.view, app.session, app.ui);
         ImGui::End();
-        draw_file_prompt(nullptr, app.ui);
+        draw_file_prompt(nullptr, app.ui, [&](FileAction action, const std::string& path) { post_file_job(app, action, path); });
         draw_help_window(app.ui);
     };
     mode.draw = [&](const ViewRect& area, int fb_w, int fb_h) { app.view.draw(area, fb_w, fb_h); };
@@ -93,7 +115,7 @@ int run_nerf_gui(const GuiOptions& o) {
     const std::string first_choice = o.backend.empty() ? available_backends().front() : o.backend;
     const uint32_t rays = o.batch_size ? o.batch_size : (equals_ignore_case(first_choice, "cpu") ? kCpuRays : kGpuRays);
     std::vector<std::string> warnings;
-    NerfScene scene = load_nerf_scene(o.data, o.config, rays, o.seed, NerfEvalViews{}, &warnings);
+    NerfAppScene scene = load_nerf_scene(o.data, o.config, rays, o.seed, NerfEvalViews{}, &warnings);
     for (const auto& w : warnings) std::printf("warning   %s\n", w.c_str());
     const std::string description = scene.description;
     NerfSession session(std::move(scene), o.backend);

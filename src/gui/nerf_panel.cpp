@@ -14,6 +14,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <vector>
 
@@ -137,6 +138,30 @@ void camera_controls(NerfView& view) {
     ImGui::Checkbox("show training views", &view.show_frusta);
 }
 
+// Snapshots, weights and meshes are written by the worker (NerfSession's
+// file jobs, in the command line's formats); the prompt's path goes there
+// (nerf_app.cpp).
+void file_controls(NerfView& view, UiState& ui) {
+    const float w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
+    if (ImGui::Button("Save snapshot", ImVec2(w, 0))) open_file_prompt(ui, FileAction::SaveSnapshot);
+    ImGui::SameLine();
+    if (ImGui::Button("Load snapshot", ImVec2(w, 0))) open_file_prompt(ui, FileAction::LoadSnapshot);
+    if (ImGui::Button("Export weights", ImVec2(w, 0))) open_file_prompt(ui, FileAction::ExportWeights);
+    ImGui::SameLine();
+    if (ImGui::Button("Extract mesh", ImVec2(w, 0))) open_file_prompt(ui, FileAction::ExtractMesh);
+    ImGui::SetNextItemWidth(w);
+    ImGui::InputInt("mesh resolution", &view.mesh_resolution, 32, 128);
+    view.mesh_resolution = std::clamp(view.mesh_resolution, 2, 1024);
+    ImGui::SetNextItemWidth(w);
+    ImGui::InputFloat("mesh density", &view.mesh_density, 0.5f, 5.f, "%.2f");
+    view.mesh_density = std::clamp(view.mesh_density, 1e-3f, 1e6f);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The surface is where sigma crosses this value (instant-ngp: 2.5).");
+    if (ImGui::Button("Screenshot (F12)", ImVec2(w, 0))) open_file_prompt(ui, FileAction::Screenshot);
+    ImGui::SameLine();
+    if (ImGui::Button("Help (F1)", ImVec2(w, 0))) ui.show_help = !ui.show_help;
+    ImGui::Checkbox("vsync", &ui.vsync);
+}
+
 } // namespace
 
 void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
@@ -150,18 +175,20 @@ void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
         render_controls(view);
         camera_controls(view);
     }
-    if (ImGui::CollapsingHeader("Files", ImGuiTreeNodeFlags_DefaultOpen)) {
-        if (ImGui::Button("Screenshot (F12)")) open_file_prompt(ui, FileAction::Screenshot);
-        ImGui::SameLine();
-        if (ImGui::Button("Help (F1)")) ui.show_help = !ui.show_help;
-        ImGui::Checkbox("vsync", &ui.vsync);
-    }
+    if (ImGui::CollapsingHeader("Files", ImGuiTreeNodeFlags_DefaultOpen)) file_controls(view, ui);
 }
 
 void handle_nerf_shortcuts(NerfSession& session, UiState& ui) {
     const ImGuiIO& io = ImGui::GetIO();
-    if (io.WantTextInput || io.KeyCtrl || ui.prompt != FileAction::None) return;
+    if (io.WantTextInput || ui.prompt != FileAction::None) return;
     auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+    if (io.KeyCtrl) {
+        if (pressed(GLFW_KEY_S)) open_file_prompt(ui, FileAction::SaveSnapshot);
+        if (pressed(GLFW_KEY_L)) open_file_prompt(ui, FileAction::LoadSnapshot);
+        if (pressed(GLFW_KEY_E)) open_file_prompt(ui, FileAction::ExportWeights);
+        if (pressed(GLFW_KEY_M)) open_file_prompt(ui, FileAction::ExtractMesh);
+        return;
+    }
     if (pressed(GLFW_KEY_SPACE)) session.running = !session.running;
     if (pressed(GLFW_KEY_N)) session.single_step();
     if (pressed(GLFW_KEY_F12) || pressed(GLFW_KEY_P)) open_file_prompt(ui, FileAction::Screenshot);

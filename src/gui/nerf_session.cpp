@@ -57,8 +57,8 @@ Image shade_depth(const Image& depth, const Camera& camera, Vec3 bg) {
 
 } // namespace
 
-NerfSession::NerfSession(NerfScene scene, const std::string& backend_name)
-    : scene_(std::make_unique<NerfScene>(std::move(scene))) {
+NerfSession::NerfSession(NerfAppScene scene, const std::string& backend_name)
+    : scene_(std::make_unique<NerfAppScene>(std::move(scene))) {
     // No name: the best available backend whose NeRF trainer can run here.
     const std::vector<std::string> candidates = backend_name.empty() ? available_backends() : std::vector{backend_name};
     for (size_t i = 0; i < candidates.size() && !trainer_; ++i) {
@@ -104,12 +104,15 @@ void NerfSession::worker_loop() {
         {
             std::unique_lock<std::mutex> lock(mutex_);
             // `running` flips without a notification (the UI's Space): poll for it.
-            if (!worker_wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || want_step() || pending_row_ >= 0; }))
+            if (!worker_wake_.wait_for(lock, kIdlePoll, [&] {
+                    return stop_ || want_step() || pending_row_ >= 0 || !pending_jobs_.empty();
+                }))
                 continue;
             if (stop_) return;
             urgent = pending_row_ >= 0 && pending_.urgent;
         }
         try {
+            run_file_jobs();
             if (urgent) render_bands(std::max(kUrgentRenderMs, last_step_ms_));
             if (want_step()) {
                 run_step();
@@ -364,6 +367,59 @@ void NerfSession::apply_change(const ConfigChange& change) {
     new_params_ = total;
 }
 
+void NerfSession::request_file_job(const NerfFileJob& job) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending_jobs_.push_back(job);
+    }
+    wake();
+}
+
+void NerfSession::run_file_jobs() {
+    std::vector<NerfFileJob> jobs;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        jobs.swap(pending_jobs_);
+    }
+    for (const NerfFileJob& job : jobs) {
+        try {
+            run_file_job(job);
+        } catch (const std::exception& e) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            worker_error_ = e.what();
+        }
+    }
+}
+
+void NerfSession::run_file_job(const NerfFileJob& job) {
+    if (job.kind != NerfFileJobKind::LoadSnapshot) {
+        std::string report = write_nerf_file(job, {*trainer_, worker_config_, *scene_, background()});
+        std::lock_guard<std::mutex> lock(mutex_);
+        file_reports_.push_back(std::move(report));
+        return;
+    }
+    json config;
+    trainer_ = load_nerf_app_snapshot(job.path, *scene_, worker_backend_, config);
+    worker_config_ = config;
+    const size_t params = trainer_->density_model().n_params() + trainer_->colour_model().n_params();
+    const uint64_t step = trainer_->step_count();
+    std::lock_guard<std::mutex> lock(mutex_);
+    file_reports_.push_back("loaded snapshot " + job.path + " at step " + std::to_string(step));
+    new_config_ = worker_config_;
+    new_backend_ = worker_backend_;
+    new_params_ = params;
+    loaded_step_ = (int64_t)step;
+    results_.clear();  // steps before the load: the readouts count from the snapshot's step
+    pending_row_ = pending_row_ >= 0 ? 0 : -1;  // a pass in flight starts over on the loaded field
+}
+
+std::vector<std::string> NerfSession::take_file_reports() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string> out;
+    out.swap(file_reports_);
+    return out;
+}
+
 std::vector<std::string> NerfSession::take_change_reports() {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::string> out;
@@ -382,6 +438,7 @@ void NerfSession::poll() {
     std::vector<StepResult> results;
     std::vector<NerfPsnrPoint> psnr;
     float occupied = -1;
+    int64_t loaded = -1;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         results.swap(results_);
@@ -393,7 +450,9 @@ void NerfSession::poll() {
             n_params_ = new_params_;
             new_params_ = 0;
         }
+        std::swap(loaded, loaded_step_);
     }
+    if (loaded >= 0) steps_ = (uint64_t)loaded;  // the loaded state's steps, then this poll's new ones
     for (const StepResult& r : results) {
         ++steps_;
         last_loss_ = r.loss;

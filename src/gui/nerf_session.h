@@ -8,6 +8,7 @@
 #pragma once
 
 #include "config/config_override.h"
+#include "gui/nerf_files.h"
 #include "gui/nerf_setup.h"
 #include "io/image.h"
 #include "nerf/nerf_training.h"
@@ -52,7 +53,7 @@ struct NerfPsnrPoint {
 
 class NerfSession {
 public:
-    NerfSession(NerfScene scene, const std::string& backend_name);
+    NerfSession(NerfAppScene scene, const std::string& backend_name);
     ~NerfSession();
     NerfSession(const NerfSession&) = delete;
     NerfSession& operator=(const NerfSession&) = delete;
@@ -95,13 +96,20 @@ public:
     // One line per applied change since the last call ("network.n_neurons =
     // 128: 10321 of 12345 params carried, the same function").
     std::vector<std::string> take_change_reports();
+    // A file action (gui/nerf_files.h): the worker runs it before its next
+    // step, also while training is paused. Its one-line report comes back
+    // through take_file_reports(), a failure through take_worker_error()
+    // (training goes on). A loaded snapshot replaces the trainer: its config,
+    // state and step.
+    void request_file_job(const NerfFileJob& job);
+    std::vector<std::string> take_file_reports();
     // The config the trainer runs (UI thread's copy, updated by poll()).
     const json& config() const { return config_; }
 
     // The test PSNR now, on the UI thread (stops nothing: call after stop_worker()).
     double measure_psnr();
 
-    const NerfScene& scene() const { return *scene_; }
+    const NerfAppScene& scene() const { return *scene_; }
     const std::string& backend_name() const { return backend_name_; }
     size_t n_params() const { return n_params_; }
     uint64_t step() const { return steps_; }
@@ -130,6 +138,8 @@ private:
     void wake() { worker_wake_.notify_all(); }
     void worker_loop();
     void apply_changes();  // worker, before a step
+    void run_file_jobs();  // worker, before a step and while paused
+    void run_file_job(const NerfFileJob& job);
     void apply_change(const ConfigChange& change);
     bool want_step() const;
     void run_step();
@@ -137,7 +147,7 @@ private:
     Image render_band(NerfRenderMode mode, const Camera& band, Vec3 bg, bool first_band);
     void measure_psnr_on_worker();
 
-    std::unique_ptr<NerfScene> scene_;  // the trainer keeps a reference to scene_->train
+    std::unique_ptr<NerfAppScene> scene_;  // the trainer keeps a reference to scene_->train
     std::string backend_name_;
     std::unique_ptr<nerf::NerfTraining> trainer_;
     size_t n_params_ = 0;
@@ -150,6 +160,9 @@ private:
     std::string worker_backend_;
     std::vector<ConfigChange> pending_changes_;
     std::vector<std::string> change_reports_;
+    std::vector<NerfFileJob> pending_jobs_;
+    std::vector<std::string> file_reports_;
+    int64_t loaded_step_ = -1;  // a loaded snapshot's step, for poll()
     json new_config_;
     std::string new_backend_;
     size_t new_params_ = 0;

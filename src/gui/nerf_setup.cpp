@@ -53,10 +53,11 @@ NerfDataset downsampled_views(const NerfDataset& dataset, size_t count, uint32_t
     return out;
 }
 
-NerfScene load_nerf_scene(const std::string& path, const std::string& config_path, uint32_t rays_per_batch,
+NerfAppScene load_nerf_scene(const std::string& path, const std::string& config_path, uint32_t rays_per_batch,
                           uint64_t seed, const NerfEvalViews& eval, std::vector<std::string>* warnings) {
     const NerfSplitPaths paths = resolve_nerf_paths(path);
-    NerfScene scene;
+    NerfAppScene scene;
+    scene.data_path = path;
     scene.train = load_nerf_dataset(paths.train, {}, warnings);
     const bool has_test = !paths.test.empty();
     const NerfDataset test = has_test ? load_nerf_dataset(paths.test, {}, warnings) : NerfDataset{};

@@ -12,7 +12,8 @@
 
 namespace fusedngp {
 
-struct NerfScene {
+struct NerfAppScene {
+    std::string data_path;  // as given: snapshots record it
     NerfDataset train;
     // The live PSNR's views: the first few test views (train views without a
     // test split), downsampled so one evaluation stays short on the CPU.
@@ -34,7 +35,7 @@ struct NerfEvalViews {
 
 // Loads and checks the scene and config (InputError / ConfigError naming the
 // file or field); recoverable problems are appended to `warnings`.
-NerfScene load_nerf_scene(const std::string& path, const std::string& config_path, uint32_t rays_per_batch,
+NerfAppScene load_nerf_scene(const std::string& path, const std::string& config_path, uint32_t rays_per_batch,
                           uint64_t seed, const NerfEvalViews& eval, std::vector<std::string>* warnings);
 
 // The first `count` frames, their images box-filtered by a whole factor so

@@ -30,7 +30,7 @@ bool project(const Camera& camera, Vec3 p, const ViewRect& area, ImVec2& out) {
 
 } // namespace
 
-NerfView::NerfView(const NerfScene& scene) : scene_(scene), camera_(scene.bounds) {}
+NerfView::NerfView(const NerfAppScene& scene) : scene_(scene), camera_(scene.bounds) {}
 
 void NerfView::handle_input(const ViewRect& area, float dt_seconds) {
     const ImGuiIO& io = ImGui::GetIO();

@@ -19,7 +19,7 @@ namespace fusedngp {
 
 class NerfView {
 public:
-    explicit NerfView(const NerfScene& scene);
+    explicit NerfView(const NerfAppScene& scene);
 
     // Camera input (view_3d.h) plus 1 / 2 / 3 for the render modes, , . for the
     // previous / next training view.
@@ -41,6 +41,8 @@ public:
     CameraController& camera() { return camera_; }
     NerfRenderMode mode = NerfRenderMode::Colour;
     bool show_frusta = true;
+    int mesh_resolution = 256;  // "Extract mesh": cells per axis over the scene box
+    float mesh_density = 2.5f;  // and the iso value of sigma
     Vec3 background{0.07f, 0.075f, 0.08f};  // the app's clear colour: misses blend into the window
     RenderSize render_size() const { return picture_.shown_size(); }
     const AdaptiveResolution& resolution() const { return budget_; }
@@ -57,7 +59,7 @@ private:
     bool view_changed(const ViewRect& area, Vec3 shown_background);
     void request_pass(NerfSession& session, bool urgent);
 
-    const NerfScene& scene_;
+    const NerfAppScene& scene_;
     CameraController camera_;
     BandedPicture picture_;
     AdaptiveResolution budget_{kMovingPassMs};

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace fusedngp {
@@ -24,9 +26,11 @@ void draw_view_panel(ImageView& view, UiState& ui);
 // The 3-D view (SDF mode): render mode, camera, IoU plot, mesh extraction.
 void draw_sdf_panel(SdfView& view, TrainingSession& session, UiState& ui);
 // Snapshot / export / screenshot / open buttons, settings, and the file prompt
-// (`session` null: a mode without sessions' files, where only screenshots are offered).
+// (`session` null: a mode with its own files, the NeRF view: `act` gets every
+// confirmed action but screenshots, which are handled here).
 void draw_files_panel(TrainingSession& session, UiState& ui);
-void draw_file_prompt(TrainingSession* session, UiState& ui);
+void draw_file_prompt(TrainingSession* session, UiState& ui,
+                      const std::function<void(FileAction, const std::string&)>& act = {});
 void open_file_prompt(UiState& ui, FileAction action);
 void draw_help_window(UiState& ui);
 // Keyboard shortcuts (ignored while a text field has focus).

@@ -11,7 +11,7 @@
 
 namespace fusedngp {
 
-enum class FileAction { None, SaveSnapshot, LoadSnapshot, ExportWeights, Screenshot, OpenImage };
+enum class FileAction { None, SaveSnapshot, LoadSnapshot, ExportWeights, Screenshot, OpenImage, ExtractMesh };
 
 struct UiState {
     // Render resolution: 0 = the image's own, 1 = the display (panel) size, 2 = custom.

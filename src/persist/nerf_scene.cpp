@@ -48,6 +48,15 @@ NerfScene nerf_scene_of(const NerfDataset& dataset, const Camera& view, Vec3 bac
     return s;
 }
 
+void check_nerf_scene_matches(const NerfScene& scene, const NerfDataset& data, const std::string& source) {
+    const Vec3 a = scene.offset, b = data.offset;
+    if (scene.aabb_scale != data.aabb_scale || scene.scale != data.scale || a.x != b.x || a.y != b.y || a.z != b.z) {
+        throw InputError(source + ": the snapshot's scene transform (aabb_scale " + std::to_string(scene.aabb_scale) +
+                         ", scale " + std::to_string(scene.scale) + ") differs from " + data.source + "'s (aabb_scale " +
+                         std::to_string(data.aabb_scale) + ", scale " + std::to_string(data.scale) + ")");
+    }
+}
+
 Camera nerf_frame_view(const NerfDataset& dataset, size_t i) {
     Camera c = dataset.frames.at(i).camera;
     c.intrinsics.width = dataset.images.width;

@@ -30,6 +30,11 @@ json nerf_scene_to_json(const NerfScene& scene);
 // Throws InputError naming `source` and the field.
 NerfScene nerf_scene_from_json(const json& j, const std::string& source);
 
+// A model trained on `scene` continues or renders on `data` only with the
+// same transform (the grid's extent and the cameras' coordinates depend on
+// it): InputError naming `source` and both transforms otherwise.
+void check_nerf_scene_matches(const NerfScene& scene, const NerfDataset& data, const std::string& source);
+
 // A dataset with no frames but the scene's transform: enough to build a
 // trainer that renders and loads a state (step() throws).
 NerfDataset frameless_dataset(const NerfScene& scene, const std::string& source);
