@@ -251,6 +251,39 @@ TEST(GuiNerfSession, FileJobsWriteTheCommandLinesFilesAndLoadASnapshotBack) {
     session.stop_worker();
 }
 
+// The normals view: unit normals, (n + 1) / 2 per channel, where the field
+// has a surface; the background elsewhere.
+TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
+    NerfSession session(small_scene(16), "cpu");
+    session.set_lockstep(true);
+    session.start_worker();
+    session.run_steps(20);
+    const Vec3 bg{0.25f, 0.5f, 0.75f};
+    session.set_background(bg);
+    NerfRenderRequest request;
+    request.pass = 1;
+    request.mode = NerfRenderMode::Normals;
+    request.camera = session.scene().eval.frames[0].camera;
+    request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
+    session.request_render(request);
+    const std::vector<NerfBand> bands = collect_pass(session, 1, 12);
+    session.stop_worker();
+    EXPECT_TRUE(session.take_worker_error().empty());
+    int rows = 0, surface = 0;
+    for (const NerfBand& b : bands) {
+        rows += b.pixels.height;
+        for (size_t i = 0; i < b.pixels.pixel_count(); ++i) {
+            const float* p = &b.pixels.pixels[3 * i];
+            if (p[0] == bg.x && p[1] == bg.y && p[2] == bg.z) continue;
+            ++surface;
+            const Vec3 n{2 * p[0] - 1, 2 * p[1] - 1, 2 * p[2] - 1};
+            EXPECT_NEAR(length(n), 1.f, 1e-4f);
+        }
+    }
+    EXPECT_EQ(rows, 12);
+    EXPECT_GT(surface, 0);
+}
+
 // Space pauses and resumes by flipping `running` alone: the worker notices.
 TEST(GuiNerfSession, PausedWorkerResumesWhenRunningIsSet) {
     NerfSession session(small_scene(32), "cpu");

@@ -110,6 +110,8 @@ void render_controls(NerfView& view) {
     ImGui::RadioButton("depth (2)", &mode, (int)NerfRenderMode::Depth);
     ImGui::SameLine();
     ImGui::RadioButton("occupancy (3)", &mode, (int)NerfRenderMode::Occupancy);
+    ImGui::SameLine();
+    ImGui::RadioButton("normals (4)", &mode, (int)NerfRenderMode::Normals);
     view.mode = (NerfRenderMode)mode;
     float bg[3] = {view.background.x, view.background.y, view.background.z};
     if (ImGui::ColorEdit3("background", bg)) view.background = {bg[0], bg[1], bg[2]};

@@ -221,6 +221,10 @@ Image NerfSession::render_band(NerfRenderMode mode, const Camera& band, Vec3 bg,
         if (first_band) grid_copy_ = trainer_->occupancy_grid();
         return nerf::render_occupancy_view(grid_copy_, band, bg);
     case NerfRenderMode::Depth: return shade_depth(trainer_->render_depth(band), band, bg);
+    case NerfRenderMode::Normals:
+        if (first_band || !normal_field_)
+            normal_field_ = nerf::host_sigma_field(*trainer_, trainer_->density_inference_params());
+        return nerf::normals_from_depth(normal_field_, band, trainer_->render_depth(band), bg);
     case NerfRenderMode::Colour: break;
     }
     return trainer_->render_view(band, bg);
@@ -358,6 +362,7 @@ void NerfSession::apply_change(const ConfigChange& change) {
                                                            (moved.density.function_preserved ? moved.colour.why_not
                                                                                              : moved.density.why_not));
     trainer_ = std::move(moved.training);
+    normal_field_ = nullptr;  // it points into the old trainer's model
     worker_config_ = next;
     worker_backend_ = trainer_->backend_name();
     std::lock_guard<std::mutex> lock(mutex_);
@@ -400,6 +405,7 @@ void NerfSession::run_file_job(const NerfFileJob& job) {
     }
     json config;
     trainer_ = load_nerf_app_snapshot(job.path, *scene_, worker_backend_, config);
+    normal_field_ = nullptr;  // it points into the old trainer's model
     worker_config_ = config;
     const size_t params = trainer_->density_model().n_params() + trainer_->colour_model().n_params();
     const uint64_t step = trainer_->step_count();

@@ -11,6 +11,7 @@
 #include "gui/nerf_files.h"
 #include "gui/nerf_setup.h"
 #include "io/image.h"
+#include "nerf/nerf_normals.h"
 #include "nerf/nerf_training.h"
 #include "render/camera.h"
 
@@ -26,7 +27,9 @@
 
 namespace fusedngp {
 
-enum class NerfRenderMode { Colour, Depth, Occupancy };
+// Normals: -grad sigma at the expected depth, evaluated on the host
+// (nerf/nerf_normals.h).
+enum class NerfRenderMode { Colour, Depth, Occupancy, Normals };
 
 // One pass of the view: the worker renders it top to bottom in bands.
 struct NerfRenderRequest {
@@ -191,6 +194,7 @@ private:
     NerfRenderRequest pending_;   // the pass being rendered
     int pending_row_ = -1;        // its next row; -1: none pending
     nerf::OccupancyGrid grid_copy_{1};  // the occupancy pass's grid, copied at its start
+    nerf::SigmaField normal_field_;     // the normals pass's density, taken at its start (reset with the trainer)
     double band_ms_per_pixel_ = 0;
     std::vector<NerfBand> bands_;
     std::vector<StepResult> results_;

@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "geometry/marching_cubes.h"
+#include "nerf/host_inference.h"
 #include "nerf/nerf_model_layout.h"
 #include "nerf/ray_marching_math.h"
 #include "nerf/volume_rendering.h"
@@ -15,38 +16,6 @@
 namespace fusedngp::nerf {
 
 namespace {
-
-// Points per inference call: large enough to amortise the call, small enough
-// that a thread's scratch stays a few MB.
-constexpr Eigen::Index kChunk = 1 << 14;
-// Raw density outputs above this would make sigma (and the lattice's central
-// differences) overflow float; sigma is far above any useful iso value there.
-constexpr float kMaxRawDensity = 30.f;
-
-// model.inference over the rows of `in`, in chunks shared by all hardware
-// threads (inference is const and keeps no state, so threads can share it).
-void parallel_inference(const Model<float>& model, const float* params, const Matrix<float>& in, Matrix<float>& out) {
-    const Eigen::Index n = in.rows();
-    out.resize(n, model.n_output_dims());
-    const Eigen::Index n_chunks = (n + kChunk - 1) / kChunk;
-    std::atomic<Eigen::Index> next{0};
-    auto work = [&] {
-        Matrix<float> chunk_in, chunk_out;
-        for (Eigen::Index c = next++; c < n_chunks; c = next++) {
-            const Eigen::Index s0 = c * kChunk, m = std::min(kChunk, n - s0);
-            chunk_in = in.middleRows(s0, m);
-            model.inference(chunk_in, chunk_out, params);
-            out.middleRows(s0, m) = chunk_out;
-        }
-    };
-    const unsigned n_threads = (unsigned)std::min<Eigen::Index>(std::max(1u, std::thread::hardware_concurrency()), n_chunks);
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads) t.join();
-}
-
-float sigma_of_raw(float raw) { return trunc_exp(std::min(raw, kMaxRawDensity)); }
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
