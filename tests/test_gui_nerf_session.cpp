@@ -252,7 +252,7 @@ TEST(GuiNerfSession, FileJobsWriteTheCommandLinesFilesAndLoadASnapshotBack) {
 }
 
 // The normals view: unit normals, (n + 1) / 2 per channel, where the field
-// has a surface; the background elsewhere.
+// has a surface; the background elsewhere. The cost view renders too.
 TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
     NerfSession session(small_scene(16), "cpu");
     session.set_lockstep(true);
@@ -267,6 +267,13 @@ TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
     request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
     session.request_render(request);
     const std::vector<NerfBand> bands = collect_pass(session, 1, 12);
+    // The cost view of the same camera: every row, no error.
+    request.pass = 2;
+    request.mode = NerfRenderMode::Cost;
+    session.request_render(request);
+    int cost_rows = 0;
+    for (const NerfBand& b : collect_pass(session, 2, 12)) cost_rows += b.pixels.height;
+    EXPECT_EQ(cost_rows, 12);
     session.stop_worker();
     EXPECT_TRUE(session.take_worker_error().empty());
     int rows = 0, surface = 0;

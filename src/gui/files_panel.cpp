@@ -42,7 +42,7 @@ const Shortcut kShortcutsNerf[] = {
     {"F12 / P", "screenshot"},             {"F1 / H", "this help"},
     {"left drag", "orbit"},                {"right / middle drag", "pan"},
     {"wheel", "zoom"},                     {"W A S D / Q E", "fly (Shift: faster)"},
-    {"1 - 4", "colour / depth / occupancy grid / normals"}, {", / .", "previous / next training view"},
+    {"1 - 5", "colour / depth / occupancy grid / normals / cost"}, {", / .", "previous / next training view"},
     {"[ / ]", "narrower / wider field of view"}, {"F / Home", "fit the scene / reset the camera"},
 };
 

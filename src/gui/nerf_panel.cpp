@@ -112,6 +112,11 @@ void render_controls(NerfView& view) {
     ImGui::RadioButton("occupancy (3)", &mode, (int)NerfRenderMode::Occupancy);
     ImGui::SameLine();
     ImGui::RadioButton("normals (4)", &mode, (int)NerfRenderMode::Normals);
+    ImGui::SameLine();
+    ImGui::RadioButton("cost (5)", &mode, (int)NerfRenderMode::Cost);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Samples the march places on each ray through the occupied cells, log scale:\n"
+                          "dark blue few, pale yellow the most a ray may take.");
     view.mode = (NerfRenderMode)mode;
     float bg[3] = {view.background.x, view.background.y, view.background.z};
     if (ImGui::ColorEdit3("background", bg)) view.background = {bg[0], bg[1], bg[2]};

@@ -220,6 +220,13 @@ Image NerfSession::render_band(NerfRenderMode mode, const Camera& band, Vec3 bg,
     case NerfRenderMode::Occupancy:
         if (first_band) grid_copy_ = trainer_->occupancy_grid();
         return nerf::render_occupancy_view(grid_copy_, band, bg);
+    case NerfRenderMode::Cost: {
+        if (first_band) grid_copy_ = trainer_->occupancy_grid();
+        nerf::MarchSettings march;
+        march.cone_angle = scene_->settings.cone_angle;
+        march.max_samples = scene_->settings.max_samples_per_ray;
+        return nerf::render_march_cost_view(grid_copy_, band, march, bg);
+    }
     case NerfRenderMode::Depth: return shade_depth(trainer_->render_depth(band), band, bg);
     case NerfRenderMode::Normals:
         if (first_band || !normal_field_)

@@ -28,8 +28,9 @@
 namespace fusedngp {
 
 // Normals: -grad sigma at the expected depth, evaluated on the host
-// (nerf/nerf_normals.h).
-enum class NerfRenderMode { Colour, Depth, Occupancy, Normals };
+// (nerf/nerf_normals.h). Cost: samples the march places per ray
+// (nerf/occupancy_view.h).
+enum class NerfRenderMode { Colour, Depth, Occupancy, Normals, Cost };
 
 // One pass of the view: the worker renders it top to bottom in bands.
 struct NerfRenderRequest {

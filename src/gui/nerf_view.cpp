@@ -39,6 +39,7 @@ void NerfView::handle_input(const ViewRect& area, float dt_seconds) {
         if (ImGui::IsKeyPressed(GLFW_KEY_2, false)) mode = NerfRenderMode::Depth;
         if (ImGui::IsKeyPressed(GLFW_KEY_3, false)) mode = NerfRenderMode::Occupancy;
         if (ImGui::IsKeyPressed(GLFW_KEY_4, false)) mode = NerfRenderMode::Normals;
+        if (ImGui::IsKeyPressed(GLFW_KEY_5, false)) mode = NerfRenderMode::Cost;
         if (ImGui::IsKeyPressed(GLFW_KEY_COMMA)) snap_to_training_view(training_view_ - 1);
         if (ImGui::IsKeyPressed(GLFW_KEY_PERIOD)) snap_to_training_view(training_view_ + 1);
     }

@@ -21,7 +21,7 @@ class NerfView {
 public:
     explicit NerfView(const NerfAppScene& scene);
 
-    // Camera input (view_3d.h) plus 1 - 4 for the render modes, , . for the
+    // Camera input (view_3d.h) plus 1 - 5 for the render modes, , . for the
     // previous / next training view.
     void handle_input(const ViewRect& area, float dt_seconds);
     // Picks up finished bands and asks for the next pass.
