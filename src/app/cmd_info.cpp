@@ -36,14 +36,6 @@ std::string human_bytes(double bytes) {
     return buf;
 }
 
-// One frame, enough for nerf_config_for_data to tell whether it would set
-// the grid's scale.
-NerfDataset nerf_probe_scene() {
-    NerfDataset d;
-    d.frames.emplace_back();
-    return d;
-}
-
 void print_info(const InfoOptions& o) {
     const ModeSpec& spec = mode_spec(o.mode);
     json config = load_mode_config(spec.name, o.config);
@@ -57,8 +49,7 @@ void print_info(const InfoOptions& o) {
                 spec.implemented ? "" : "  [training not implemented yet]");
     std::printf("config      %s\n", o.config.empty() ? ("default (configs/" + spec.name + ".json)").c_str() : o.config.c_str());
     std::printf("encoding    %-40s %12zu params\n", model.encoding().describe().c_str(), model.n_encoding_params());
-    if (spec.name == "nerf" && nerf::nerf_config_for_data(config, nerf_probe_scene()) != config) {
-        // nerf_config_for_data would choose the grid's scale from the cameras.
+    if (spec.name == "nerf" && nerf::nerf_grid_scale_from_data(config)) {
         std::printf("            (no per_level_scale in the config: `train` and `gui` set it from the scene's cameras,\n"
                     "            about one cell per pixel at its centre, docs/NERF.md; counted here with the grid's default)\n");
     }

@@ -98,17 +98,15 @@ void run_nerf_mesh(const MeshOptions& o, const SafetensorsContents& contents) {
     nerf::NerfMeshSettings settings;
     settings.resolution = o.resolution;
     settings.density = o.density;
-    settings.box = nerf_scene_box(*m.dataset);
     settings.progress = terminal_progress();
     const auto start = std::chrono::steady_clock::now();
-    TriangleMesh mesh = nerf::extract_nerf_mesh(*m.trainer, settings);
+    const TriangleMesh mesh = nerf::extract_nerf_world_mesh(*m.trainer, settings, *m.dataset);
     const double seconds = seconds_since(start);
     clear_progress_line();
     if (mesh.triangles.empty()) {
         throw InputError(o.input + ": the density iso-surface sigma = " + std::to_string(o.density) +
                          " is empty inside the scene box (nothing to write); try a lower --density");
     }
-    nerf::nerf_mesh_to_world(mesh, m.scene.scale, m.scene.offset);
     save_mesh(o.out, mesh);
     std::printf("extracted %zu triangles, %zu vertices at %u^3 (sigma = %g) in %.2f s (%s) from %s -> %s\n",
                 mesh.triangles.size(), mesh.vertices.size(), o.resolution, (double)o.density, seconds,

@@ -88,9 +88,16 @@ json time_renders(nerf::NerfTraining& trainer, const Camera& camera, Vec3 bg) {
 
 // The snapshot's config when resuming (a --config that differs is an error),
 // else the default or the user's file, with the grid's finest level set by
-// the data where the file leaves it open (nerf_config_for_data).
-json resolve_nerf_config(const TrainOptions& o, const NerfSnapshot* resumed, const NerfDataset& train) {
-    if (!resumed) return nerf::nerf_config_for_data(load_mode_config("nerf", o.config), train);
+// the data where the file leaves it open (nerf_config_for_data; then
+// scale_from_data is set).
+json resolve_nerf_config(const TrainOptions& o, const NerfSnapshot* resumed, const NerfDataset& train,
+                         bool& scale_from_data) {
+    scale_from_data = false;
+    if (!resumed) {
+        const json loaded = load_mode_config("nerf", o.config);
+        scale_from_data = nerf::nerf_grid_scale_from_data(loaded);
+        return nerf::nerf_config_for_data(loaded, train);
+    }
     if (!o.config.empty() && nerf::nerf_config_for_data(load_mode_config("nerf", o.config), train) != resumed->config) {
         throw InputError(o.resume + ": the snapshot was trained with a different config than " + o.config +
                          " (resume without --config to continue with the snapshot's)");
@@ -100,14 +107,10 @@ json resolve_nerf_config(const TrainOptions& o, const NerfSnapshot* resumed, con
 
 // One line when nerf_config_for_data chose the grid's per_level_scale, so the
 // user sees a value the config file does not hold.
-void print_data_set_scale(const json& loaded, const json& config, const NerfDataset& train) {
-    const auto before = loaded.find("encoding"), after = config.find("encoding");
-    if (before == loaded.end() || after == config.end() || before->contains("per_level_scale") ||
-        !after->contains("per_level_scale"))
-        return;
+void print_data_set_scale(const json& config, const NerfDataset& train) {
     std::printf("encoding  per_level_scale %.6g, set by the data: finest level %.0f cells per unit (one per pixel at "
                 "the scene's centre); a per_level_scale in the config overrides it\n",
-                (*after)["per_level_scale"].get<double>(), nerf::finest_resolution_for(train));
+                config["encoding"]["per_level_scale"].get<double>(), nerf::finest_resolution_for(train));
 }
 
 } // namespace
@@ -145,7 +148,8 @@ int run_train_nerf(const TrainOptions& o) {
     const NerfDataset test =
         has_test ? load_nerf_dataset(paths.test, load, &warnings) : first_frames(train, kTrainEvalViews);
     if (resumed) check_nerf_scene_matches(resumed->scene, train, o.resume);
-    const json config = resolve_nerf_config(o, resumed.get(), train);
+    bool scale_from_data = false;
+    const json config = resolve_nerf_config(o, resumed.get(), train, scale_from_data);
     // Resuming keeps the snapshot's batch unless --batch says otherwise (the
     // same batch continues bit-identically on the CPU).
     const uint32_t rays = resumed && !o.batch_given ? resumed->rays_per_batch : o.batch_size;
@@ -172,7 +176,7 @@ int run_train_nerf(const TrainOptions& o) {
     std::printf("model     %zu density + %zu colour = %zu params, backend %s, %u rays per batch%s\n", n_density,
                 n_colour, n_density + n_colour, trainer.backend_name().c_str(), rays,
                 resumed ? (", resuming at step " + std::to_string(trainer.step_count())).c_str() : "");
-    if (!resumed) print_data_set_scale(load_mode_config("nerf", o.config), config, train);
+    if (scale_from_data) print_data_set_scale(config, train);
     std::fflush(stdout);
 
     install_interrupt_handler();

@@ -33,13 +33,11 @@ std::string extract_mesh(const NerfFileJob& job, const NerfFileContext& c) {
     nerf::NerfMeshSettings settings;
     settings.resolution = job.mesh_resolution;
     settings.density = job.mesh_density;
-    settings.box = nerf_scene_box(c.scene.train);
-    TriangleMesh mesh = nerf::extract_nerf_mesh(c.trainer, settings);
+    const TriangleMesh mesh = nerf::extract_nerf_world_mesh(c.trainer, settings, c.scene.train);
     if (mesh.triangles.empty()) {
         throw InputError(job.path + ": the density iso-surface sigma = " + std::to_string(job.mesh_density) +
                          " is empty (nothing written); train longer or lower the density");
     }
-    nerf::nerf_mesh_to_world(mesh, c.scene.train.scale, c.scene.train.offset);
     save_mesh(job.path, mesh);
     return "extracted " + std::to_string(mesh.triangles.size()) + " triangles at " +
            std::to_string(job.mesh_resolution) + "^3 -> " + job.path;

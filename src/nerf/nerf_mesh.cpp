@@ -142,4 +142,11 @@ void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset) {
     for (Vec3& n : mesh.normals) n = nerf_direction_to_world(n);
 }
 
+TriangleMesh extract_nerf_world_mesh(const NerfTraining& training, NerfMeshSettings settings, const NerfDataset& scene) {
+    settings.box = nerf_scene_box(scene);
+    TriangleMesh mesh = extract_nerf_mesh(training, settings);
+    nerf_mesh_to_world(mesh, scene.scale, scene.offset);
+    return mesh;
+}
+
 } // namespace fusedngp::nerf

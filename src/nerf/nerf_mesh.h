@@ -48,6 +48,11 @@ void colour_nerf_mesh(const NerfTraining& training, TriangleMesh& mesh);
 // Model space -> the scene's world frame (vertices and normals).
 void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset);
 
+// What `fusedngp mesh` and the app write: extract_nerf_mesh over `scene`'s
+// box (nerf_scene_box; settings.box is replaced), in its world frame. Empty
+// when no surface crosses the box.
+TriangleMesh extract_nerf_world_mesh(const NerfTraining& training, NerfMeshSettings settings, const NerfDataset& scene);
+
 // The occupancy grid's bits with every occupied cell's 26 neighbours (same
 // cascade) set too; grid_index layout, as OccupancyGrid::bits().
 std::vector<uint8_t> dilated_occupancy_bits(const OccupancyGrid& grid);

@@ -141,16 +141,20 @@ double finest_resolution_for(const NerfDataset& train) {
     return std::clamp(per_unit[per_unit.size() / 2], 16.0, 4096.0);
 }
 
-json nerf_config_for_data(json config, const NerfDataset& train) {
-    auto it = config.find("encoding");
-    if (it == config.end() || !it->is_object() || it->contains("per_level_scale")) return config;
+bool nerf_grid_scale_from_data(const json& config) {
+    const auto it = config.find("encoding");
+    if (it == config.end() || !it->is_object() || it->contains("per_level_scale")) return false;
     const std::string otype = get_string(*it, "encoding", "otype", "");
     bool grid = false;
     for (const char* name : {"HashGrid", "DenseGrid", "TiledGrid", "Grid"}) grid = grid || equals_ignore_case(otype, name);
-    if (!grid) return config;
+    return grid && get_size(*it, "encoding", "n_levels", 16) >= 2;
+}
+
+json nerf_config_for_data(json config, const NerfDataset& train) {
+    if (!nerf_grid_scale_from_data(config)) return config;
+    const auto it = config.find("encoding");
     const uint32_t n_levels = get_size(*it, "encoding", "n_levels", 16);
     const uint32_t base = get_size(*it, "encoding", "base_resolution", 16);
-    if (n_levels < 2) return config;
     // 6 digits: the value summary.json and snapshots show.
     (*it)["per_level_scale"] =
         std::round(per_level_scale_for(finest_resolution_for(train), base, n_levels) * 1e6) / 1e6;

@@ -123,6 +123,9 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
 // over 2048 at 30 s. Any other config is returned as it is. The result is what
 // snapshots keep.
 json nerf_config_for_data(json config, const NerfDataset& train);
+// Whether nerf_config_for_data sets the scale of `config` (a grid encoding
+// of more than one level without "per_level_scale").
+bool nerf_grid_scale_from_data(const json& config);
 // About one cell per pixel at the scene's centre: the median over the frames
 // of focal length / distance to (0.5, 0.5, 0.5), in [16, 4096].
 double finest_resolution_for(const NerfDataset& train);
