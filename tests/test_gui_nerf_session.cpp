@@ -291,6 +291,50 @@ TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
     EXPECT_GT(surface, 0);
 }
 
+// The view's crop box reaches every render mode: a box away from the scene
+// leaves the background in each, and the next request without it draws again.
+TEST(GuiNerfSession, CropBoxAwayFromTheSceneLeavesTheBackgroundInEveryMode) {
+    NerfSession session(small_scene(16), "cpu");
+    session.set_lockstep(true);
+    session.start_worker();
+    session.run_steps(20);
+    const Vec3 bg{0.25f, 0.5f, 0.75f};
+    session.set_background(bg);
+    NerfRenderRequest request;
+    request.camera = session.scene().eval.frames[0].camera;
+    request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
+    request.crop = Box3{{2, 2, 2}, {3, 3, 3}};
+    const NerfRenderMode modes[] = {NerfRenderMode::Colour, NerfRenderMode::Depth, NerfRenderMode::Normals,
+                                    NerfRenderMode::Occupancy, NerfRenderMode::Cost};
+    auto count_background = [&](const std::vector<NerfBand>& bands, int& rows) {
+        int n = 0;
+        for (const NerfBand& b : bands) {
+            rows += b.pixels.height;
+            for (size_t i = 0; i < b.pixels.pixel_count(); ++i) {
+                const float* p = &b.pixels.pixels[3 * i];
+                n += p[0] == bg.x && p[1] == bg.y && p[2] == bg.z;
+            }
+        }
+        return n;
+    };
+    for (NerfRenderMode mode : modes) {
+        request.pass += 1;
+        request.mode = mode;
+        session.request_render(request);
+        int rows = 0;
+        EXPECT_EQ(count_background(collect_pass(session, request.pass, 12), rows), 16 * 12) << (int)mode;
+        EXPECT_EQ(rows, 12) << (int)mode;
+    }
+    request.pass += 1;
+    request.mode = NerfRenderMode::Occupancy;
+    request.crop = unbounded_box();
+    session.request_render(request);
+    int rows = 0;
+    EXPECT_LT(count_background(collect_pass(session, request.pass, 12), rows), 16 * 12);
+    session.stop_worker();
+    EXPECT_TRUE(session.take_worker_error().empty());
+}
+
 // Space pauses and resumes by flipping `running` alone: the worker notices.
 TEST(GuiNerfSession, PausedWorkerResumesWhenRunningIsSet) {
     NerfSession session(small_scene(32), "cpu");

@@ -246,6 +246,24 @@ TEST(NerfMeshCli, ExportedWeightsGiveTheSnapshotsMeshAsObj) {
     for (size_t i = 0; i < a.vertices.size(); ++i) EXPECT_EQ(length(a.vertices[i] - b.vertices[i]), 0.f);
 }
 
+TEST(NerfMeshCli, CropBoxMeshesOnlyItsPartOfTheScene) {
+    const fs::path dir = make_temp_dir("nerf_mesh_crop");
+    const std::string mesh = "mesh " + quick_snapshot().string() + " --resolution 32 --density 1 --out ";
+    ASSERT_EQ(run_cli(mesh + (dir / "full.ply").string()).exit_code, 0);
+    const auto r = run_cli(mesh + (dir / "right.ply").string() + " --crop 0.5,-1,-1,2,2,2");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const TriangleMesh full = load_mesh((dir / "full.ply").string());
+    const TriangleMesh right = load_mesh((dir / "right.ply").string());
+    ASSERT_GT(right.triangles.size(), 0u);
+    EXPECT_LT(right.triangles.size(), full.triangles.size());
+    // The lattice spans the common part of the scene's box and the crop, so
+    // every vertex lies in it; the whole scene reaches further left.
+    int left = 0;
+    for (const Vec3& v : full.vertices) left += synthetic_unit_from_world(v).x < 0.4f;
+    EXPECT_GT(left, 100);
+    for (const Vec3& v : right.vertices) ASSERT_GE(synthetic_unit_from_world(v).x, 0.5f - 1e-4f);
+}
+
 TEST(NerfMeshCli, BadInputsAreOneLineErrorsWithoutOutput) {
     const fs::path dir = make_temp_dir("nerf_mesh_bad");
     const std::string model = quick_snapshot().string();
@@ -258,6 +276,9 @@ TEST(NerfMeshCli, BadInputsAreOneLineErrorsWithoutOutput) {
     expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --level 0.1", ply, "--level");
     expect_cli_input_error("mesh " + (dir / "missing.fusedngp").string() + " --out " + ply.string(), ply,
                        "missing.fusedngp");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --crop 0,0,0,1,1", ply, "--crop");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --crop 0,0,1,1,1,0", ply, "--crop");
+    expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --crop 2,2,2,3,3,3", ply, "does not overlap");
     // A density above anything the model holds: an empty surface, no file.
     expect_cli_input_error("mesh " + model + " --out " + ply.string() + " --resolution 8 --density 1e30", ply, "empty");
 }

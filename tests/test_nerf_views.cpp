@@ -61,5 +61,24 @@ TEST(NerfViews, CostViewShowsTheBackgroundWhereNothingIsMarched) {
     }
 }
 
+TEST(NerfViews, CropBoxLimitsTheMarchAndTheCellsDrawn) {
+    OccupancyGrid full(1);
+    const MarchSettings march;
+    // Half the cube's depth along the ray: half the lattice (0.5 / (sqrt(3)/1024) = 295.6).
+    const Box3 middle{{-1, -1, 0.25f}, {2, 2, 0.75f}};
+    const uint32_t n = march_sample_counts(full, axis_camera(), march, middle)[0];
+    EXPECT_GE(n, 295u);
+    EXPECT_LE(n, 296u);
+    const Box3 away{{2, 2, 2}, {3, 3, 3}};
+    EXPECT_EQ(march_sample_counts(full, axis_camera(), march, away)[0], 0u);
+
+    const Vec3 bg{0.3f, 0.3f, 0.3f};
+    const Image drawn = render_occupancy_view(full, axis_camera(), bg);
+    const Image cropped = render_occupancy_view(full, axis_camera(), bg, away);
+    EXPECT_NE(drawn.pixels, std::vector<float>({bg.x, bg.y, bg.z}));
+    EXPECT_EQ(cropped.pixels, std::vector<float>({bg.x, bg.y, bg.z}));
+    EXPECT_EQ(render_march_cost_view(full, axis_camera(), march, bg, away).pixels, cropped.pixels);
+}
+
 } // namespace
 } // namespace fusedngp::nerf

@@ -37,6 +37,7 @@ struct GuiCliOptions {
     uint32_t batch_size = 0;  // 0: chosen for the backend
     uint64_t seed = 1337;
     std::string background;  // NeRF: the view's starting background; empty: the app's colour
+    std::string crop;        // NeRF: the view's starting crop box; empty: none
 };
 
 #ifdef FUSEDNGP_HAVE_GUI
@@ -66,6 +67,7 @@ int run_gui_command(const GuiCliOptions& o) {
     if (!(o.max_fps >= 0)) throw InputError("--max-fps must be >= 0 (0: uncapped)");
     g.max_fps = o.max_fps;
     if (!o.background.empty()) g.background = parse_background(o.background);
+    if (!o.crop.empty()) g.crop = parse_crop_box(o.crop);
     g.automation = AutomationOptions{o.frames, o.screenshot, std::move(changes), o.steps_per_frame, o.orbit_pixels};
     return run_gui(g);
 #else
@@ -91,6 +93,8 @@ void add_gui_command(CLI::App& app) {
     cmd->add_option("--seed", o->seed, "seed for initialisation and sampling")->check(non_negative_number())->capture_default_str();
     cmd->add_option("--background", o->background,
                     "NeRF: the view's starting background, white, black or R,G,B (changeable in the app)");
+    cmd->add_option("--crop", o->crop,
+                    "NeRF: start with the crop box X0,Y0,Z0,X1,Y1,Z1 on (model space; changeable in the app)");
     cmd->add_option("--frames", o->frames, "quit after N frames and print the applied changes, loss and PSNR")
         ->check(positive_number());
     cmd->add_option("--screenshot", o->screenshot, "with --frames: save the final frame as PNG");

@@ -6,6 +6,7 @@
 #include "app/cli_checks.h"
 
 #include "app/output_dir.h"
+#include "app/train_options.h"
 #include "app/sdf_model_file.h"
 #include "core/errors.h"
 #include "engine/nerf_model_file.h"
@@ -32,6 +33,7 @@ struct MeshOptions {
     float level = 0.f;
     float density = 2.5f;
     bool level_given = false, density_given = false;
+    std::string crop;  // nerf: X0,Y0,Z0,X1,Y1,Z1 in model space
     std::string backend;
 };
 
@@ -54,7 +56,8 @@ void validate_options(const MeshOptions& o) {
 }
 
 void run_sdf_mesh(const MeshOptions& o, const SafetensorsContents& contents) {
-    if (o.density_given) throw InputError(o.input + ": --density is for NeRF models; SDF models take --level");
+    if (o.density_given || !o.crop.empty())
+        throw InputError(o.input + ": --density and --crop are for NeRF models; SDF models take --level");
     OpenedSdfModel m = sdf_model_from(open_trained_model(contents, o.input), o.input, o.backend);
     prepare_output_file(o.out);
     IsosurfaceSettings settings;
@@ -98,6 +101,7 @@ void run_nerf_mesh(const MeshOptions& o, const SafetensorsContents& contents) {
     nerf::NerfMeshSettings settings;
     settings.resolution = o.resolution;
     settings.density = o.density;
+    if (!o.crop.empty()) settings.crop = parse_crop_box(o.crop);
     settings.progress = terminal_progress();
     const auto start = std::chrono::steady_clock::now();
     const TriangleMesh mesh = nerf::extract_nerf_world_mesh(*m.trainer, settings, *m.dataset);
@@ -115,6 +119,7 @@ void run_nerf_mesh(const MeshOptions& o, const SafetensorsContents& contents) {
 
 void run_mesh(const MeshOptions& o) {
     validate_options(o);
+    if (!o.crop.empty()) (void)parse_crop_box(o.crop);  // before reading the model
     const SafetensorsContents contents = read_safetensors(o.input);
     if (is_nerf_model_file(contents)) return run_nerf_mesh(o, contents);
     run_sdf_mesh(o, contents);
@@ -138,6 +143,7 @@ void add_mesh_command(CLI::App& app) {
     CLI::Option* density = cmd->add_option("--density", o->density, "nerf: iso value of the density sigma")
                                ->check(positive_number())
                                ->capture_default_str();
+    cmd->add_option("--crop", o->crop, "nerf: mesh only the box X0,Y0,Z0,X1,Y1,Z1 (model space: the unit cube holds the object)");
     cmd->add_option("--backend", o->backend, "cpu or cuda; default: the best available (nerf: cpu)");
     cmd->callback([o, level, density]() {
         o->level_given = level->count() > 0;

@@ -39,6 +39,7 @@ struct RenderOptions {
     std::string camera_path;
     double fps = 30;
     std::string background;
+    std::string crop;
 };
 
 void render_nerf(const RenderOptions& o, const SafetensorsContents& contents) {
@@ -53,6 +54,7 @@ void render_nerf(const RenderOptions& o, const SafetensorsContents& contents) {
     r.fps = o.fps;
     r.test = o.test;
     r.background = o.background;
+    r.crop = o.crop;
     r.backend = o.backend;
     render_nerf_model(r, contents);
 }
@@ -101,8 +103,8 @@ void run_render(const RenderOptions& o) {
     check_render_size(o.width, o.height);
     const SafetensorsContents contents = read_safetensors(o.input);
     if (is_nerf_model_file(contents)) return render_nerf(o, contents);
-    if (!one_image || !o.background.empty())
-        throw InputError(o.input + ": --test, --camera-path and --background are for NeRF models");
+    if (!one_image || !o.background.empty() || !o.crop.empty())
+        throw InputError(o.input + ": --test, --camera-path, --background and --crop are for NeRF models");
     TrainedModel t = open_trained_model(contents, o.input);
     if (t.desc.mode == "sdf") return render_sdf_model_file(o, t);
     if (t.desc.mode != "image") throw InputError(o.input + ": rendering mode \"" + t.desc.mode + "\" is not supported yet");
@@ -142,6 +144,7 @@ void add_render_command(CLI::App& app) {
     cmd->add_option("--camera-path", o->camera_path, "nerf: a camera path JSON (docs/NERF.md); frames to --out (a folder, or .mp4 via ffmpeg)");
     cmd->add_option("--fps", o->fps, "nerf --camera-path: frames per second")->check(positive_number())->capture_default_str();
     cmd->add_option("--background", o->background, "nerf: white, black or R,G,B in [0, 1] (default: the training background)");
+    cmd->add_option("--crop", o->crop, "nerf: draw only what lies in the box X0,Y0,Z0,X1,Y1,Z1 (model space: the unit cube holds the object)");
     cmd->callback([o]() { run_render(*o); });
 }
 

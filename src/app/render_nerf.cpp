@@ -198,8 +198,10 @@ void render_camera_path(const NerfRenderRequest& r, OpenedNerfModel& m, Vec3 bg)
 
 void render_nerf_model(const NerfRenderRequest& r, const SafetensorsContents& contents) {
     if (!r.test.empty() && !r.camera_path.empty()) throw InputError("give --test or --camera-path, not both");
+    const Box3 crop = r.crop.empty() ? unbounded_box() : parse_crop_box(r.crop);
     OpenedNerfModel m = nerf_model_from_contents(contents, r.input, r.backend.empty() ? available_backends().front() : r.backend);
     const Vec3 bg = r.background.empty() ? m.scene.background : parse_background(r.background);
+    m.trainer->set_view_crop(crop);
     if (!r.test.empty()) return render_test_views(r, m, bg);
     if (!r.camera_path.empty()) return render_camera_path(r, m, bg);
     render_single_view(r, m, bg);

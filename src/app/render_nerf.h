@@ -19,6 +19,7 @@ struct NerfRenderRequest {
     double fps = 30;
     std::string test;           // a transforms .json
     std::string background;     // empty: the one the model was trained with
+    std::string crop;           // empty: none; else X0,Y0,Z0,X1,Y1,Z1 (parse_crop_box)
     std::string backend;        // empty: cpu
 };
 

@@ -129,6 +129,25 @@ Vec3 parse_background(const std::string& s) {
     throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
 }
 
+Box3 parse_crop_box(const std::string& s) {
+    std::stringstream in(s);
+    float v[6];
+    bool ok = true;
+    for (int i = 0; i < 6 && ok; ++i) {
+        char comma = ',';
+        ok = (i == 0 || (in >> comma && comma == ',')) && in >> v[i] && std::isfinite(v[i]);
+    }
+    ok = ok && (in >> std::ws).eof() && v[0] < v[3] && v[1] < v[4] && v[2] < v[5];
+    if (!ok) {
+        throw InputError("--crop must be X0,Y0,Z0,X1,Y1,Z1 (model space, the unit cube holds the object) with X0 < X1, "
+                         "Y0 < Y1 and Z0 < Z1, got \"" + s + "\"");
+    }
+    Box3 box;
+    box.lo = {v[0], v[1], v[2]};
+    box.hi = {v[3], v[4], v[5]};
+    return box;
+}
+
 int run_train_nerf(const TrainOptions& o) {
     namespace fs = std::filesystem;
     using clock = std::chrono::steady_clock;

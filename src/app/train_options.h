@@ -56,6 +56,10 @@ json common_summary_json(const TrainOptions& o, const std::string& mode, Backend
 
 // NeRF backgrounds: "white", "black" or "R,G,B" (each in [0, 1]); InputError otherwise.
 Vec3 parse_background(const std::string& text);
+// NeRF crop boxes (`render --crop`, `mesh --crop`): "X0,Y0,Z0,X1,Y1,Z1" in
+// model space (the unit cube holds the object), finite, X0 < X1 and so on;
+// InputError otherwise.
+Box3 parse_crop_box(const std::string& text);
 
 // The SDF mode's training run (app/train_sdf.cpp); `o` is validated.
 int run_train_sdf(const TrainOptions& o);

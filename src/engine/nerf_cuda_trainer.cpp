@@ -463,12 +463,14 @@ void NerfCudaTrainer::synchronize() {
 }
 
 Image NerfCudaTrainer::render_view(const Camera& camera, Vec3 background) {
-    return render_pixels(camera, background, false);
+    return render_pixels(camera, intersection(bounds_, crop_), background, false);
 }
 
-Image NerfCudaTrainer::render_depth(const Camera& camera) { return render_pixels(camera, Vec3{0, 0, 0}, true); }
+Image NerfCudaTrainer::render_depth(const Camera& camera) {
+    return render_pixels(camera, intersection(bounds_, crop_), Vec3{0, 0, 0}, true);
+}
 
-Image NerfCudaTrainer::render_pixels(const Camera& camera, Vec3 background, bool depth_only) {
+Image NerfCudaTrainer::render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only) {
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
@@ -476,7 +478,8 @@ Image NerfCudaTrainer::render_pixels(const Camera& camera, Vec3 background, bool
     img.pixels.resize(img.pixel_count() * img.channels);
     density_->use_inference_params(stream_);
     colour_->use_inference_params(stream_);
-    const gpu::NerfMarchView grid = march_view();
+    gpu::NerfMarchView grid = march_view();
+    grid.bounds = box;
     std::vector<uint32_t> offsets;
     for (size_t p0 = 0; p0 < img.pixel_count(); p0 += kViewChunkRays) {
         const uint32_t m = (uint32_t)std::min<size_t>(kViewChunkRays, img.pixel_count() - p0);
@@ -539,7 +542,7 @@ void NerfCudaTrainer::render_view_round(const gpu::NerfViewRays& rays, const gpu
 
 double NerfCudaTrainer::psnr_on(const NerfDataset& dataset, Vec3 background) {
     return nerf::mean_view_psnr(dataset, background,
-                                [&](const Camera& camera) { return render_view(camera, background); });
+                                [&](const Camera& camera) { return render_pixels(camera, bounds_, background, false); });
 }
 
 nerf::NerfTrainingState NerfCudaTrainer::save_state() const {

@@ -48,6 +48,8 @@ public:
     Image render_view(const Camera& camera, Vec3 background) override;
     Image render_depth(const Camera& camera) override;
     double psnr_on(const NerfDataset& dataset, Vec3 background) override;
+    void set_view_crop(const Box3& crop) override { crop_ = crop; }
+    Box3 view_crop() const override { return crop_; }
 
     nerf::NerfTrainingState save_state() const override;
     void load_state(const nerf::NerfTrainingState& state) override;
@@ -117,8 +119,9 @@ private:
     void forget_marches();
     bool occupancy_step(uint64_t step) const;
     gpu::NerfMarchView march_view() const;
-    // Colour (3 channels) or depth (1: NerfTrainer::render_depth's definition).
-    Image render_pixels(const Camera& camera, Vec3 background, bool depth_only);
+    // Colour (3 channels) or depth (1: NerfTrainer::render_depth's
+    // definition), rays marched through `box`.
+    Image render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only);
     void render_view_round(const gpu::NerfViewRays& rays, const gpu::NerfMarchView& grid, uint32_t per_ray,
                            const std::vector<uint32_t>& offsets);
     nerf::RayLoss ray_loss() const { return ray_loss_; }
@@ -127,6 +130,7 @@ private:
     json config_;
     nerf::NerfTrainerSettings settings_;
     Box3 bounds_;
+    Box3 crop_ = unbounded_box();
     nerf::MarchSettings march_;
     nerf::RayLoss ray_loss_;
     Model<float> density_host_, colour_host_;

@@ -51,16 +51,34 @@ struct Box3 {
     FUSEDNGP_HD bool empty() const { return lo.x > hi.x || lo.y > hi.y || lo.z > hi.z; }
 };
 
+// The box that holds everything (a crop box that crops nothing).
+FUSEDNGP_HD Box3 unbounded_box() {
+    Box3 b;
+    b.lo = {-1e30f, -1e30f, -1e30f};
+    b.hi = {1e30f, 1e30f, 1e30f};
+    return b;
+}
+
+// The common part of two boxes (empty when they do not overlap).
+FUSEDNGP_HD Box3 intersection(const Box3& a, const Box3& b) {
+    Box3 r;
+    r.lo = max(a.lo, b.lo);
+    r.hi = min(a.hi, b.hi);
+    return r;
+}
+
 // 1/dir with zero components replaced by 1e-30 (so 0 * inf never makes NaN).
 FUSEDNGP_HD Vec3 safe_inverse(Vec3 d) {
     return {1.f / (d.x != 0 ? d.x : 1e-30f), 1.f / (d.y != 0 ? d.y : 1e-30f), 1.f / (d.z != 0 ? d.z : 1e-30f)};
 }
 
 // Slab test (the renderers, the NeRF marcher): the ray's interval [t0, t1] inside the box, clipped to t >= 0.
-// False when the ray misses it (or the box lies behind the origin).
+// False when the ray misses it (or the box lies behind the origin, or is
+// empty: the slabs of an inverted box would give the gap between its faces).
 FUSEDNGP_HD bool ray_box_interval(Vec3 origin, Vec3 inv_dir, const Box3& box, float& t0, float& t1) {
     t0 = 0.f;
     t1 = 3.4e38f;
+    if (box.empty()) return false;
     for (int a = 0; a < 3; ++a) {
         float ta = (box.lo[a] - origin[a]) * inv_dir[a];
         float tb = (box.hi[a] - origin[a]) * inv_dir[a];

@@ -21,6 +21,7 @@ struct GuiOptions {
     uint32_t batch_size = 0;  // samples (NeRF: rays) per step; 0: the mode's default for the backend
     uint64_t seed = 1337;
     std::optional<Vec3> background;  // NeRF: the view's starting background; none: the app's colour
+    std::optional<Box3> crop;        // NeRF: the view starts with this crop box on
     int window_width = 1600, window_height = 900;  // initial window size (screen pixels)
     double max_fps = 60;                           // frame cap; 0: as fast as the loop goes
     AutomationOptions automation;

@@ -57,6 +57,7 @@ void post_file_job(NerfApp& app, FileAction action, const std::string& path) {
     job.path = path;
     job.mesh_resolution = (uint32_t)app.view.mesh_resolution;
     job.mesh_density = app.view.mesh_density;
+    job.mesh_crop = app.view.active_crop();
     switch (action) {
     case FileAction::SaveSnapshot: job.kind = NerfFileJobKind::SaveSnapshot; break;
     case FileAction::LoadSnapshot: job.kind = NerfFileJobKind::LoadSnapshot; break;
@@ -97,6 +98,7 @@ uint64_t run_nerf_loop(NerfApp& app, ImGuiLayer& layer, float scale, FrameClock&
         app.view.handle_input(area, clock.last_frame_seconds());
         app.view.update(app.session, area);
         app.view.draw_training_views(area);
+        app.view.draw_crop_box(area);
         begin_side_panel(panel_width, app.session.backend_name(), app.ui, app.session.running);
         draw_nerf_panel(app.view, app.session, app.ui);
         ImGui::End();
@@ -130,6 +132,10 @@ int run_nerf_gui(const GuiOptions& o) {
     ImGuiLayer layer(*window, scale);
     NerfApp app(*window, session, o.automation);
     if (o.background) app.view.background = *o.background;
+    if (o.crop) {
+        app.view.crop_enabled = true;
+        app.view.crop = *o.crop;
+    }
     app.ui.view_3d = true;
     app.ui.nerf = true;
     app.ui.vsync = o.automation.frames == 0;

@@ -33,6 +33,7 @@ std::string extract_mesh(const NerfFileJob& job, const NerfFileContext& c) {
     nerf::NerfMeshSettings settings;
     settings.resolution = job.mesh_resolution;
     settings.density = job.mesh_density;
+    settings.crop = job.mesh_crop;
     const TriangleMesh mesh = nerf::extract_nerf_world_mesh(c.trainer, settings, c.scene.train);
     if (mesh.triangles.empty()) {
         throw InputError(job.path + ": the density iso-surface sigma = " + std::to_string(job.mesh_density) +

@@ -22,6 +22,7 @@ struct NerfFileJob {
     std::string path;
     uint32_t mesh_resolution = 256;  // cells per axis over the scene box
     float mesh_density = 2.5f;       // the iso value of sigma
+    Box3 mesh_crop = unbounded_box();  // model space: the view's crop box
 };
 
 // What a job reads of the session: the trainer, its config, the scene and

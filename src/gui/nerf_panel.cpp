@@ -145,6 +145,27 @@ void camera_controls(NerfView& view) {
     ImGui::Checkbox("show training views", &view.show_frusta);
 }
 
+// The crop box, one range per axis within the scene's box.
+void crop_controls(NerfView& view) {
+    ImGui::Checkbox("crop box", &view.crop_enabled);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Draw, and extract meshes of, only what lies inside the box (model space: the unit\n"
+                          "cube holds the object). Training and the PSNR see the whole scene.");
+    if (!view.crop_enabled) return;
+    const char* labels[3] = {"crop x", "crop y", "crop z"};
+    const Box3& limits = view.scene_box();
+    for (int a = 0; a < 3; ++a) {
+        float lo = view.crop.lo[a], hi = view.crop.hi[a];
+        const float speed = 0.002f * (limits.hi[a] - limits.lo[a]);
+        if (ImGui::DragFloatRange2(labels[a], &lo, &hi, speed, limits.lo[a], limits.hi[a], "%.3f", "%.3f",
+                                   ImGuiSliderFlags_AlwaysClamp)) {
+            view.crop.lo[a] = lo;
+            view.crop.hi[a] = std::max(hi, lo);
+        }
+    }
+    if (ImGui::Button("reset crop box")) view.crop = limits;
+}
+
 // Snapshots, weights and meshes are written by the worker (NerfSession's
 // file jobs, in the command line's formats); the prompt's path goes there
 // (nerf_app.cpp).
@@ -181,6 +202,7 @@ void draw_nerf_panel(NerfView& view, NerfSession& session, UiState& ui) {
     if (ImGui::CollapsingHeader("3-D view", ImGuiTreeNodeFlags_DefaultOpen)) {
         render_controls(view);
         camera_controls(view);
+        crop_controls(view);
     }
     if (ImGui::CollapsingHeader("Files", ImGuiTreeNodeFlags_DefaultOpen)) file_controls(view, ui);
 }

@@ -197,7 +197,7 @@ void NerfSession::render_bands(double budget_ms) {
         const auto band_start = Clock::now();
         NerfBand done{request.pass, y0, {}, 0};
         try {
-            done.pixels = render_band(request.mode, band, bg, y0 == 0);
+            done.pixels = render_band(request, band, bg, y0 == 0);
         } catch (const std::exception& e) {
             // A view the backend cannot draw (depth on a trainer without it): say so, keep training.
             std::lock_guard<std::mutex> lock(mutex_);
@@ -215,17 +215,18 @@ void NerfSession::render_bands(double budget_ms) {
     } while (ms_since(start) < budget_ms);
 }
 
-Image NerfSession::render_band(NerfRenderMode mode, const Camera& band, Vec3 bg, bool first_band) {
-    switch (mode) {
+Image NerfSession::render_band(const NerfRenderRequest& request, const Camera& band, Vec3 bg, bool first_band) {
+    trainer_->set_view_crop(request.crop);
+    switch (request.mode) {
     case NerfRenderMode::Occupancy:
         if (first_band) grid_copy_ = trainer_->occupancy_grid();
-        return nerf::render_occupancy_view(grid_copy_, band, bg);
+        return nerf::render_occupancy_view(grid_copy_, band, bg, request.crop);
     case NerfRenderMode::Cost: {
         if (first_band) grid_copy_ = trainer_->occupancy_grid();
         nerf::MarchSettings march;
         march.cone_angle = scene_->settings.cone_angle;
         march.max_samples = scene_->settings.max_samples_per_ray;
-        return nerf::render_march_cost_view(grid_copy_, band, march, bg);
+        return nerf::render_march_cost_view(grid_copy_, band, march, bg, request.crop);
     }
     case NerfRenderMode::Depth: return shade_depth(trainer_->render_depth(band), band, bg);
     case NerfRenderMode::Normals:

@@ -37,6 +37,7 @@ struct NerfRenderRequest {
     uint64_t pass = 0;  // a newer pass replaces the one in flight
     Camera camera;      // the whole pass (its size is the pass's size)
     NerfRenderMode mode = NerfRenderMode::Colour;
+    Box3 crop = unbounded_box();  // model space: what lies outside is not drawn
     // The camera moves: the whole pass renders before the next step, so the
     // picture follows the camera at the price of training speed.
     bool urgent = false;
@@ -148,7 +149,7 @@ private:
     bool want_step() const;
     void run_step();
     void render_bands(double budget_ms);  // worker: bands of the pending pass for about budget_ms
-    Image render_band(NerfRenderMode mode, const Camera& band, Vec3 bg, bool first_band);
+    Image render_band(const NerfRenderRequest& request, const Camera& band, Vec3 bg, bool first_band);
     void measure_psnr_on_worker();
 
     std::unique_ptr<NerfAppScene> scene_;  // the trainer keeps a reference to scene_->train

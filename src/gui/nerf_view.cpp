@@ -15,6 +15,7 @@ constexpr float kFrustumDepth = 0.12f;
 constexpr double kOverrunFactor = 4;
 
 bool same(Vec3 a, Vec3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
+bool same(const Box3& a, const Box3& b) { return same(a.lo, b.lo) && same(a.hi, b.hi); }
 
 // `p` in view pixels of `camera` (framebuffer units offset by the area); false behind the camera.
 bool project(const Camera& camera, Vec3 p, const ViewRect& area, ImVec2& out) {
@@ -30,7 +31,8 @@ bool project(const Camera& camera, Vec3 p, const ViewRect& area, ImVec2& out) {
 
 } // namespace
 
-NerfView::NerfView(const NerfAppScene& scene) : scene_(scene), camera_(scene.bounds) {}
+NerfView::NerfView(const NerfAppScene& scene)
+    : crop(nerf_scene_box(scene.train)), scene_(scene), scene_box_(nerf_scene_box(scene.train)), camera_(scene.bounds) {}
 
 void NerfView::handle_input(const ViewRect& area, float dt_seconds) {
     const ImGuiIO& io = ImGui::GetIO();
@@ -57,12 +59,14 @@ void NerfView::snap_to_training_view(int index) {
 bool NerfView::view_changed(const ViewRect& area, Vec3 shown_background) {
     const int w = std::max(1, (int)area.width), h = std::max(1, (int)area.height);
     const bool changed = camera_.version() != seen_camera_ || mode != seen_mode_ || w != seen_width_ ||
-                         h != seen_height_ || !same(shown_background, seen_background_);
+                         h != seen_height_ || !same(shown_background, seen_background_) ||
+                         !same(active_crop(), seen_crop_);
     seen_camera_ = camera_.version();
     seen_mode_ = mode;
     seen_width_ = w;
     seen_height_ = h;
     seen_background_ = shown_background;
+    seen_crop_ = active_crop();
     return changed;
 }
 
@@ -79,6 +83,7 @@ void NerfView::request_pass(NerfSession& session, bool urgent) {
     request.pass = ++pass_;
     request.camera = camera_.camera((uint32_t)size.width, (uint32_t)size.height);
     request.mode = mode;
+    request.crop = active_crop();
     request.urgent = urgent;
     session.request_render(request);
     picture_.start_pass(size);
@@ -170,6 +175,29 @@ void NerfView::draw_training_views(const ViewRect& area) const {
             const bool a_visible = project(view, corner[j], area, a);
             if (a_visible && apex_visible) lines->AddLine(apex, a, colour);
             if (a_visible && project(view, corner[(j + 1) % 4], area, b)) lines->AddLine(a, b, colour);
+        }
+    }
+    lines->PopClipRect();
+}
+
+void NerfView::draw_crop_box(const ViewRect& area) const {
+    if (!crop_enabled || crop.empty()) return;
+    const Camera view = camera_.camera((uint32_t)std::max(1.f, area.width), (uint32_t)std::max(1.f, area.height));
+    ImDrawList* lines = ImGui::GetBackgroundDrawList();
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    lines->PushClipRect(ImVec2(area.x / scale.x, area.y / scale.y),
+                        ImVec2((area.x + area.width) / scale.x, (area.y + area.height) / scale.y));
+    // Corner i has x from bit 0, y from bit 1, z from bit 2; an edge joins
+    // corners that differ in one bit.
+    auto corner = [&](int i) {
+        return Vec3{(i & 1) ? crop.hi.x : crop.lo.x, (i & 2) ? crop.hi.y : crop.lo.y, (i & 4) ? crop.hi.z : crop.lo.z};
+    };
+    for (int i = 0; i < 8; ++i) {
+        for (int bit = 1; bit < 8; bit <<= 1) {
+            if (i & bit) continue;
+            ImVec2 a, b;
+            if (project(view, corner(i), area, a) && project(view, corner(i | bit), area, b))
+                lines->AddLine(a, b, IM_COL32(255, 120, 60, 220), 1.5f);
         }
     }
     lines->PopClipRect();

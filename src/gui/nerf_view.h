@@ -32,6 +32,8 @@ public:
     void worker_failed();
     // The training views as frusta, projected with the current camera (ImGui's background draw list).
     void draw_training_views(const ViewRect& area) const;
+    // The crop box's edges, when it is on (the same draw list).
+    void draw_crop_box(const ViewRect& area) const;
 
     // Looks from training view `index` (wraps around).
     void snap_to_training_view(int index);
@@ -41,6 +43,12 @@ public:
     CameraController& camera() { return camera_; }
     NerfRenderMode mode = NerfRenderMode::Colour;
     bool show_frusta = true;
+    // The crop box (model space): the views draw, and "Extract mesh" meshes,
+    // only what lies inside it. Starts as the scene's box.
+    bool crop_enabled = false;
+    Box3 crop;
+    Box3 active_crop() const { return crop_enabled ? crop : unbounded_box(); }
+    const Box3& scene_box() const { return scene_box_; }
     int mesh_resolution = 256;  // "Extract mesh": cells per axis over the scene box
     float mesh_density = 2.5f;  // and the iso value of sigma
     Vec3 background{0.07f, 0.075f, 0.08f};  // the app's clear colour: misses blend into the window
@@ -60,12 +68,14 @@ private:
     void request_pass(NerfSession& session, bool urgent);
 
     const NerfAppScene& scene_;
+    Box3 scene_box_;  // nerf_scene_box: the crop box's limits
     CameraController camera_;
     BandedPicture picture_;
     AdaptiveResolution budget_{kMovingPassMs};
     uint64_t pass_ = 0, seen_camera_ = ~0ull, pass_step_ = 0;
     NerfRenderMode seen_mode_ = NerfRenderMode::Colour;
     Vec3 seen_background_{-1, -1, -1};
+    Box3 seen_crop_;
     int seen_width_ = 0, seen_height_ = 0;
     int level_ = 0;  // refinement of a resting camera: passes of 4^level budgets
     bool pass_in_flight_ = false, pass_urgent_ = false;

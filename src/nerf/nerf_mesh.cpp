@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -142,8 +143,24 @@ void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset) {
     for (Vec3& n : mesh.normals) n = nerf_direction_to_world(n);
 }
 
+namespace {
+
+std::string describe_box(const Box3& b) {
+    char text[160];
+    std::snprintf(text, sizeof text, "[%g, %g, %g] to [%g, %g, %g]", (double)b.lo.x, (double)b.lo.y, (double)b.lo.z,
+                  (double)b.hi.x, (double)b.hi.y, (double)b.hi.z);
+    return text;
+}
+
+} // namespace
+
 TriangleMesh extract_nerf_world_mesh(const NerfTraining& training, NerfMeshSettings settings, const NerfDataset& scene) {
-    settings.box = nerf_scene_box(scene);
+    settings.box = intersection(nerf_scene_box(scene), settings.crop);
+    const Vec3 e = settings.box.extent();
+    if (!(e.x > 0 && e.y > 0 && e.z > 0)) {
+        throw InputError("the crop box " + describe_box(settings.crop) + " does not overlap the scene's box " +
+                         describe_box(nerf_scene_box(scene)));
+    }
     TriangleMesh mesh = extract_nerf_mesh(training, settings);
     nerf_mesh_to_world(mesh, scene.scale, scene.offset);
     return mesh;

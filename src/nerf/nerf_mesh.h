@@ -33,6 +33,9 @@ struct NerfMeshSettings {
     uint32_t resolution = 512;             // cells per axis over `box` (2..1024)
     float density = 2.5f;                  // the iso value of sigma (instant-ngp's default)
     Box3 box{{0, 0, 0}, {1, 1, 1}};        // model space: nerf_scene_box for aabb_scale > 1
+    // extract_nerf_world_mesh: only the common part of the scene's box and
+    // this (model space; the app's crop box, `mesh --crop`).
+    Box3 crop = unbounded_box();
     bool skip_empty = true;                // sigma = 0 away from occupied grid cells
     std::function<void(double)> progress;  // fraction of lattice points done, 0..1
 };
@@ -49,8 +52,9 @@ void colour_nerf_mesh(const NerfTraining& training, TriangleMesh& mesh);
 void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset);
 
 // What `fusedngp mesh` and the app write: extract_nerf_mesh over `scene`'s
-// box (nerf_scene_box; settings.box is replaced), in its world frame. Empty
-// when no surface crosses the box.
+// box (nerf_scene_box) within settings.crop (settings.box is replaced), in
+// its world frame. Empty when no surface crosses the box; InputError when
+// the crop misses the scene's box.
 TriangleMesh extract_nerf_world_mesh(const NerfTraining& training, NerfMeshSettings settings, const NerfDataset& scene);
 
 // The occupancy grid's bits with every occupied cell's 26 neighbours (same

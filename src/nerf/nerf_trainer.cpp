@@ -38,20 +38,11 @@ json model_config(const json& config, const std::string& encoding, const std::st
     return json{{"encoding", config.at(encoding)}, {"network", config.at(network)}};
 }
 
-Box3 intersect(const Box3& a, const Box3& b) {
-    Box3 r;
-    for (int i = 0; i < 3; ++i) {
-        r.lo[i] = std::max(a.lo[i], b.lo[i]);
-        r.hi[i] = std::min(a.hi[i], b.hi[i]);
-    }
-    return r;
-}
-
 
 } // namespace
 
 Box3 nerf_march_bounds(const NerfDataset& dataset, int n_cascades) {
-    return intersect(nerf_scene_box(dataset), cascade_box(n_cascades - 1));
+    return intersection(nerf_scene_box(dataset), cascade_box(n_cascades - 1));
 }
 
 // Renders every frame of the dataset and hands each render with its target
@@ -289,12 +280,12 @@ void NerfTrainer<T>::update_occupancy() {
 
 // Colours of whole rays (pixel centres, no jitter) with the inference parameters.
 template <typename T>
-void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& out,
-                                 std::vector<T>* depth) const {
+void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const Box3& box, const T* background,
+                                 std::vector<T>& out, std::vector<T>* depth) const {
     std::vector<uint32_t> first(1, 0);
     std::vector<float> pos, dir, ts, dts;
     for (const Ray& ray : rays) {
-        march_ray(ray.origin, ray.direction, bounds_, 0.f, grid_.bits().data(), march_, [&](Vec3 p, float t, float dt) {
+        march_ray(ray.origin, ray.direction, box, 0.f, grid_.bits().data(), march_, [&](Vec3 p, float t, float dt) {
             for (int a = 0; a < 3; ++a) {
                 pos.push_back(p[a]);
                 dir.push_back(0.5f * (ray.direction[a] + 1.f));
@@ -336,7 +327,7 @@ void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const T* backgrou
 }
 
 template <typename T>
-Image NerfTrainer<T>::render_pixels(const Camera& camera, Vec3 background, bool depth_only) const {
+Image NerfTrainer<T>::render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only) const {
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
@@ -350,7 +341,7 @@ Image NerfTrainer<T>::render_pixels(const Camera& camera, Vec3 background, bool 
         rays.clear();
         for (size_t i = p0; i < p0 + m; ++i)
             rays.push_back(camera_ray(camera, (float)(i % img.width) + 0.5f, (float)(i / img.width) + 0.5f));
-        render_rays(rays, bg, rgb, depth_only ? &depth : nullptr);
+        render_rays(rays, box, bg, rgb, depth_only ? &depth : nullptr);
         const std::vector<T>& values = depth_only ? depth : rgb;
         for (size_t i = 0; i < m * (size_t)img.channels; ++i) img.pixels[(size_t)img.channels * p0 + i] = (float)values[i];
     }
@@ -359,17 +350,18 @@ Image NerfTrainer<T>::render_pixels(const Camera& camera, Vec3 background, bool 
 
 template <typename T>
 Image NerfTrainer<T>::render_view(const Camera& camera, Vec3 background) const {
-    return render_pixels(camera, background, false);
+    return render_pixels(camera, intersection(bounds_, crop_), background, false);
 }
 
 template <typename T>
 Image NerfTrainer<T>::render_depth(const Camera& camera) const {
-    return render_pixels(camera, Vec3{0, 0, 0}, true);
+    return render_pixels(camera, intersection(bounds_, crop_), Vec3{0, 0, 0}, true);
 }
 
 template <typename T>
 double NerfTrainer<T>::psnr_on(const NerfDataset& dataset, Vec3 background) const {
-    return mean_view_psnr(dataset, background, [&](const Camera& camera) { return render_view(camera, background); });
+    return mean_view_psnr(dataset, background,
+                          [&](const Camera& camera) { return render_pixels(camera, bounds_, background, false); });
 }
 
 template <typename T>

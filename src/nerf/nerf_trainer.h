@@ -117,7 +117,8 @@ public:
     T loss_and_gradients(const NerfBatch<T>& batch, std::vector<T>* density_grads, std::vector<T>* colour_grads);
 
     // Inference (with the optimizers' inference parameters, EMA if any):
-    // a W x H RGB image of `camera`, pixel centres, early termination.
+    // a W x H RGB image of `camera`, pixel centres, early termination,
+    // marched through the view crop (below).
     Image render_view(const Camera& camera, Vec3 background) const;
     // The same rays' expected termination depth, sum_i w_i t_i / opacity
     // (distance along the unit ray in model units), as a 1-channel image; 0
@@ -125,8 +126,13 @@ public:
     Image render_depth(const Camera& camera) const;
     static constexpr double kMinDepthOpacity = 0.05;
     // Mean over the dataset's frames of the PSNR (dB, peak 1) of render_view
-    // against the frame's image composited on `background`.
+    // against the frame's image composited on `background`, without the crop.
     double psnr_on(const NerfDataset& dataset, Vec3 background) const;
+    // The crop box of render_view and render_depth (model space): rays are
+    // marched through its common part with march_bounds(), so what lies
+    // outside it is not drawn. Training and psnr_on ignore it.
+    void set_view_crop(const Box3& crop) { crop_ = crop; }
+    const Box3& view_crop() const { return crop_; }
 
     Model<T>& density_model() { return density_; }
     Model<T>& colour_model() { return colour_; }
@@ -156,15 +162,16 @@ public:
 
 private:
     // rgb [rays][3]; with `depth`, also the depth of render_depth [rays] (resized by the caller).
-    void render_rays(const std::vector<Ray>& rays, const T* background, std::vector<T>& rgb,
+    void render_rays(const std::vector<Ray>& rays, const Box3& box, const T* background, std::vector<T>& rgb,
                      std::vector<T>* depth = nullptr) const;
-    Image render_pixels(const Camera& camera, Vec3 background, bool depth_only) const;
+    Image render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only) const;
     void density_at(const Matrix<float>& points, Matrix<float>& sigma) const;
     void update_occupancy();
 
     const NerfDataset& dataset_;
     NerfTrainerSettings settings_;
     Box3 bounds_;
+    Box3 crop_ = unbounded_box();
     MarchSettings march_;
     Model<T> density_;
     Model<T> colour_;

@@ -51,11 +51,17 @@ public:
     virtual void synchronize() {}
 
     // Inference with the optimizers' inference parameters (EMA average).
+    // render_view and render_depth march through the view crop; psnr_on
+    // ignores it.
     virtual Image render_view(const Camera& camera, Vec3 background) = 0;
     virtual double psnr_on(const NerfDataset& dataset, Vec3 background) = 0;
     // The expected termination depth per pixel (NerfTrainer::render_depth's
     // definition), 1 channel: the app's depth view.
     virtual Image render_depth(const Camera& camera) = 0;
+    // The crop box of the views (model space, the app's and `render --crop`):
+    // what lies outside it is not drawn. Default: none.
+    virtual void set_view_crop(const Box3& crop) = 0;
+    virtual Box3 view_crop() const = 0;
 
     virtual NerfTrainingState save_state() const = 0;
     // Throws InputError when the state does not fit (sizes, buffer names).
@@ -91,6 +97,8 @@ public:
     Image render_view(const Camera& camera, Vec3 background) override { return trainer_.render_view(camera, background); }
     double psnr_on(const NerfDataset& dataset, Vec3 background) override { return trainer_.psnr_on(dataset, background); }
     Image render_depth(const Camera& camera) override { return trainer_.render_depth(camera); }
+    void set_view_crop(const Box3& crop) override { trainer_.set_view_crop(crop); }
+    Box3 view_crop() const override { return trainer_.view_crop(); }
     NerfTrainingState save_state() const override;
     void load_state(const NerfTrainingState& state) override;
     const Model<float>& density_model() const override { return trainer_.density_model(); }

@@ -7,7 +7,7 @@
 
 namespace fusedngp::nerf {
 
-Image render_occupancy_view(const OccupancyGrid& grid, const Camera& camera, Vec3 background) {
+Image render_occupancy_view(const OccupancyGrid& grid, const Camera& camera, Vec3 background, const Box3& crop) {
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
@@ -16,7 +16,7 @@ Image render_occupancy_view(const OccupancyGrid& grid, const Camera& camera, Vec
     MarchSettings march;
     march.n_cascades = grid.n_cascades();
     march.max_samples = 1;  // the first occupied cell is all the picture needs
-    const Box3 bounds = cascade_box(grid.n_cascades() - 1);
+    const Box3 bounds = intersection(cascade_box(grid.n_cascades() - 1), crop);
     for (int y = 0; y < img.height; ++y) {
         for (int x = 0; x < img.width; ++x) {
             const Ray ray = camera_ray(camera, (float)x + 0.5f, (float)y + 0.5f);
@@ -30,12 +30,13 @@ Image render_occupancy_view(const OccupancyGrid& grid, const Camera& camera, Vec
     return img;
 }
 
-std::vector<uint32_t> march_sample_counts(const OccupancyGrid& grid, const Camera& camera, const MarchSettings& march) {
+std::vector<uint32_t> march_sample_counts(const OccupancyGrid& grid, const Camera& camera, const MarchSettings& march,
+                                          const Box3& crop) {
     const int width = (int)camera.intrinsics.width, height = (int)camera.intrinsics.height;
     std::vector<uint32_t> counts((size_t)width * height, 0);
     MarchSettings m = march;
     m.n_cascades = grid.n_cascades();
-    const Box3 bounds = cascade_box(grid.n_cascades() - 1);
+    const Box3 bounds = intersection(cascade_box(grid.n_cascades() - 1), crop);
     for (int y = 0; y < height; ++y) {
         for (int x = 0; x < width; ++x) {
             const Ray ray = camera_ray(camera, (float)x + 0.5f, (float)y + 0.5f);
@@ -58,8 +59,8 @@ Vec3 heat(float t) {
 } // namespace
 
 Image render_march_cost_view(const OccupancyGrid& grid, const Camera& camera, const MarchSettings& march,
-                             Vec3 background) {
-    const std::vector<uint32_t> counts = march_sample_counts(grid, camera, march);
+                             Vec3 background, const Box3& crop) {
+    const std::vector<uint32_t> counts = march_sample_counts(grid, camera, march, crop);
     Image img;
     img.width = (int)camera.intrinsics.width;
     img.height = (int)camera.intrinsics.height;
