@@ -269,7 +269,7 @@ TEST(GuiApp, NerfModeDrawsTheFieldUnderXvfb) {
         "sampling": {"cone_angle": 0.0078125, "max_samples_per_ray": 128, "occupancy_warmup_steps": 0}})");
     std::string cmd = "xvfb-run -a -s \"-screen 0 1024x640x24\" " + std::string(FUSEDNGP_BINARY) + " gui " + scene +
                       " --backend cpu --config " + config + " --batch 256 --size 1024x640 --frames 30 --steps-per-frame 1 " +
-                      "--background white " +
+                      "--background white --crop 0.4,-1,-1,2,2,2 " +
                       "--screenshot " + shot + " --set optimizer.learning_rate=0.005@15 --set network.n_neurons=64@10 " +
                       "--set rgb_network.n_hidden_layers=2@20 >" + out + " 2>" + err + " </dev/null";
     int status = std::system(cmd.c_str());
@@ -340,6 +340,13 @@ TEST(GuiApp, NerfBadInputExitsTwoBeforeAWindow) {
         EXPECT_EQ(r.exit_code, 2) << args << r.out << r.err;
         EXPECT_EQ(count_lines(r.err), 1) << r.err;
         EXPECT_NE(r.err.find("--background"), std::string::npos) << r.err;
+    }
+    // So does --crop, which takes render's and mesh's boxes.
+    for (const std::string& args : {image + " --crop 0,0,0,1,1,1", scene + " --crop 0,0,0,1,1", scene + " --crop 1,0,0,0,1,1"}) {
+        r = run_cli("gui " + args + " --backend cpu --frames 1");
+        EXPECT_EQ(r.exit_code, 2) << args << r.out << r.err;
+        EXPECT_EQ(count_lines(r.err), 1) << r.err;
+        EXPECT_NE(r.err.find("--crop"), std::string::npos) << r.err;
     }
     const std::string missing = (dir / "missing").string() + "/transforms.json";
     r = run_cli("gui " + missing + " --backend cpu --frames 1");

@@ -292,6 +292,7 @@ int run_gui(const GuiOptions& o) {
     const std::string mode = infer_mode(o.data);
     if (mode == "nerf") return run_nerf_gui(o);
     if (o.background) throw InputError("--background: only the NeRF view has one (" + o.data + " is not a NeRF scene)");
+    if (o.crop) throw InputError("--crop: only the NeRF view has one (" + o.data + " is not a NeRF scene)");
     json config = config_with_defaults(load_mode_config(mode, o.config));
     OpenedData opened = open_data(mode, o.data, config);
     validate_scheduled_changes(config, opened.session.data->n_input_dims(), opened.session.data->n_output_dims(),
