@@ -147,6 +147,7 @@ private:
 
     uint32_t capacity_ = 0;  // samples per step after compaction (the networks' batch)
     uint32_t march_capacity_ = 0;  // marched samples per step, at most
+    uint32_t view_capacity_ = 0;   // samples per run of a view round (>= capacity_)
     uint32_t march_limit_ = 0;     // marched samples of the newest march (adapted; the density pass's batch)
     uint32_t max_rays_ = 0;
     gpu::DeviceBuffer<Camera> cameras_;
