@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 #include <unistd.h>
 
 namespace fusedngp::test {
@@ -53,6 +55,32 @@ inline CliResult run_cli(const std::string& args) {
     std::filesystem::remove(out_path);
     std::filesystem::remove(err_path);
     return r;
+}
+
+// A training run stopped by signals: starts `args` (a run long enough to be
+// interrupted), waits for its first progress line ("step "), sends `signals`
+// back to back (as `timeout -s INT` delivers one to the process and then to
+// its group) and returns its exit code (-1: it never started or did not
+// exit); `log` gets its stdout and stderr.
+inline int run_cli_interrupted(const std::string& args, const std::vector<int>& signals, std::string& log) {
+    const std::string log_path = (make_temp_dir("interrupt") / "log.txt").string();
+    const std::string cmd = "exec " + std::string(FUSEDNGP_BINARY) + " " + args + " > " + log_path + " 2>&1";
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+        _exit(127);
+    }
+    bool started = false;
+    for (int i = 0; i < 1200 && !started; ++i) {
+        usleep(50 * 1000);
+        started = read_text(log_path).find("step ") != std::string::npos;
+    }
+    for (int sig : signals) kill(pid, started ? sig : SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    log = read_text(log_path);
+    return started && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 inline int count_lines(const std::string& s) {

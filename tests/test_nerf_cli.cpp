@@ -9,13 +9,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <filesystem>
+#include <vector>
 
 namespace fs = std::filesystem;
 using fusedngp::test::expect_cli_input_error;
 using fusedngp::test::make_temp_dir;
 using fusedngp::test::read_text;
 using fusedngp::test::run_cli;
+using fusedngp::test::run_cli_interrupted;
 using fusedngp::test::write_text_file;
 
 namespace {
@@ -116,4 +119,27 @@ TEST(NerfCli, BadInputsAreOneLineErrorsWithNoOutput) {
     expect_cli_input_error(train_args(scene().dir.string(), out) + " --test " + (dir / "missing.json").string(), out,
                        "missing.json");
     expect_cli_input_error(train_args(scene().dir.string(), out) + " --background pink", out, "--background");
+}
+
+// Signals stop a NeRF run cleanly with everything saved: a burst of SIGINTs
+// is one request, and SIGTERM saves as SIGINT does.
+TEST(NerfCli, SignalsStopTrainingWithEverythingSaved) {
+    for (const std::vector<int>& signals : {std::vector<int>{SIGINT, SIGINT, SIGINT}, std::vector<int>{SIGTERM, SIGINT}}) {
+        const fs::path out = make_temp_dir("nerf_cli_signals") / "out";
+        std::string log;
+        const int code = run_cli_interrupted("train --data " + scene().dir.string() + " --backend cpu --config " +
+                                                 scene().config.string() +
+                                                 " --seconds 120 --batch 128 --log-every 1 --eval-every 0 --out " +
+                                                 out.string(),
+                                             signals, log);
+        EXPECT_EQ(code, 0) << log;
+        EXPECT_NE(log.find("interrupted: "), std::string::npos) << log;
+        EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp")) << log;
+        EXPECT_TRUE(fs::exists(out / "test_000.png")) << log;
+        const auto summary = nlohmann::json::parse(read_text((out / "summary.json").string()));
+        EXPECT_EQ(summary["stop_reason"], "interrupted");
+        EXPECT_LT(summary["seconds"].get<double>(), 120.0);
+        EXPECT_GT(summary["steps"].get<int>(), 0);
+        EXPECT_TRUE(summary["test_psnr"].is_number()) << summary["test_psnr"];
+    }
 }

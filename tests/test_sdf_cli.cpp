@@ -12,12 +12,15 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
+#include <vector>
 
 namespace fs = std::filesystem;
 using fusedngp::test::make_temp_dir;
 using fusedngp::test::read_text;
 using fusedngp::test::run_cli;
+using fusedngp::test::run_cli_interrupted;
 using fusedngp::test::write_text_file;
 
 namespace {
@@ -211,4 +214,25 @@ TEST(SdfCli, ResumeContinuesTheSameRun) {
     auto resumed = nlohmann::json::parse(read_text((dir / "resumed" / "summary.json").string()));
     EXPECT_EQ(full["loss"], resumed["loss"]);
     EXPECT_EQ(full["iou"], resumed["iou"]);
+}
+
+// Signals stop an SDF run cleanly with everything saved: a burst of SIGINTs
+// is one request, and SIGTERM saves as SIGINT does.
+TEST(SdfCli, SignalsStopTrainingWithEverythingSaved) {
+    for (const std::vector<int>& signals : {std::vector<int>{SIGINT, SIGINT, SIGINT}, std::vector<int>{SIGTERM, SIGINT}}) {
+        const fs::path out = make_temp_dir("sdf_cli_signals") / "out";
+        std::string log;
+        const int code = run_cli_interrupted("train --data " + kCow + " --backend cpu --config " + kSmallConfig +
+                                                 " --seconds 120 --batch 1024 --log-every 1 --eval-every 0 --out " +
+                                                 out.string(),
+                                             signals, log);
+        EXPECT_EQ(code, 0) << log;
+        EXPECT_NE(log.find("interrupted: "), std::string::npos) << log;
+        EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp")) << log;
+        EXPECT_TRUE(fs::exists(out / "render.png")) << log;
+        const auto summary = nlohmann::json::parse(read_text((out / "summary.json").string()));
+        EXPECT_EQ(summary["stop_reason"], "interrupted");
+        EXPECT_LT(summary["seconds"].get<double>(), 120.0);
+        EXPECT_TRUE(summary["iou"].is_number()) << summary["iou"];
+    }
 }

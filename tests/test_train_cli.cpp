@@ -297,32 +297,14 @@ TEST_F(TrainCli, BadOptions) {
 
 // Ctrl-C during training stops cleanly: exit 0, a snapshot, a render, and a
 // summary whose stop_reason says it was interrupted.
-// Starts a 120-s training run, waits for its first progress line, sends
-// `signals` (back to back, as `timeout -s INT` delivers one to the process and
-// then to its group), and checks that it stopped cleanly with everything saved.
 void TrainCli::expect_clean_stop_after(const std::vector<int>& signals) {
-    fs::path out = dir / "run";
-    std::string log = (dir / "log.txt").string();
-    std::string cmd = std::string(FUSEDNGP_BINARY) + " train --data " + kImage + " --config " + config.string() +
-                      " --seconds 120 --batch 1024 --log-every 1 --out " + out.string() + " > " + log + " 2>&1";
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), (char*)nullptr);
-        _exit(127);
-    }
-    // Wait until training has started (a progress line appeared), then interrupt.
-    bool started = false;
-    for (int i = 0; i < 600 && !started; ++i) {
-        usleep(50 * 1000);
-        started = read_text(log).find("step ") != std::string::npos;
-    }
-    ASSERT_TRUE(started) << read_text(log);
-    for (int sig : signals) kill(pid, sig);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status)) << read_text(log);
-    EXPECT_EQ(WEXITSTATUS(status), 0) << read_text(log);
+    const fs::path out = dir / "run";
+    std::string log;
+    const int code = fusedngp::test::run_cli_interrupted("train --data " + kImage + " --config " + config.string() +
+                                                             " --seconds 120 --batch 1024 --log-every 1 --out " +
+                                                             out.string(),
+                                                         signals, log);
+    EXPECT_EQ(code, 0) << log;
     EXPECT_TRUE(fs::exists(out / "snapshot.fusedngp"));
     EXPECT_TRUE(fs::exists(out / "render.png"));
     auto summary = nlohmann::json::parse(read_text((out / "summary.json").string()));
