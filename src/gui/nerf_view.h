@@ -49,7 +49,7 @@ public:
     Box3 crop;
     Box3 active_crop() const { return crop_enabled ? crop : unbounded_box(); }
     const Box3& scene_box() const { return scene_box_; }
-    int mesh_resolution = 256;  // "Extract mesh": cells per axis over the scene box
+    int mesh_resolution = 256;  // "Extract mesh": cells per axis over the scene box (its cropped part)
     float mesh_density = 2.5f;  // and the iso value of sigma
     Vec3 background{0.07f, 0.075f, 0.08f};  // the app's clear colour: misses blend into the window
     RenderSize render_size() const { return picture_.shown_size(); }
