@@ -251,20 +251,26 @@ TEST(GuiNerfSession, FileJobsWriteTheCommandLinesFilesAndLoadASnapshotBack) {
     session.stop_worker();
 }
 
+// A session 20 lockstep steps in, on `bg`, and a 16 x 12 request of its first eval view.
+NerfRenderRequest start_trained_session(NerfSession& session, Vec3 bg) {
+    session.set_lockstep(true);
+    session.start_worker();
+    session.run_steps(20);
+    session.set_background(bg);
+    NerfRenderRequest request;
+    request.camera = session.scene().eval.frames[0].camera;
+    request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
+    return request;
+}
+
 // The normals view: unit normals, (n + 1) / 2 per channel, where the field
 // has a surface; the background elsewhere. The cost view renders too.
 TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
     NerfSession session(small_scene(16), "cpu");
-    session.set_lockstep(true);
-    session.start_worker();
-    session.run_steps(20);
     const Vec3 bg{0.25f, 0.5f, 0.75f};
-    session.set_background(bg);
-    NerfRenderRequest request;
+    NerfRenderRequest request = start_trained_session(session, bg);
     request.pass = 1;
     request.mode = NerfRenderMode::Normals;
-    request.camera = session.scene().eval.frames[0].camera;
-    request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
     session.request_render(request);
     const std::vector<NerfBand> bands = collect_pass(session, 1, 12);
     // The cost view of the same camera: every row, no error.
@@ -295,14 +301,8 @@ TEST(GuiNerfSession, NormalsPassShowsUnitNormalsOrTheBackground) {
 // leaves the background in each, and the next request without it draws again.
 TEST(GuiNerfSession, CropBoxAwayFromTheSceneLeavesTheBackgroundInEveryMode) {
     NerfSession session(small_scene(16), "cpu");
-    session.set_lockstep(true);
-    session.start_worker();
-    session.run_steps(20);
     const Vec3 bg{0.25f, 0.5f, 0.75f};
-    session.set_background(bg);
-    NerfRenderRequest request;
-    request.camera = session.scene().eval.frames[0].camera;
-    request.camera.intrinsics = scaled_intrinsics(request.camera.intrinsics, 16, 12);
+    NerfRenderRequest request = start_trained_session(session, bg);
     request.crop = Box3{{2, 2, 2}, {3, 3, 3}};
     const NerfRenderMode modes[] = {NerfRenderMode::Colour, NerfRenderMode::Depth, NerfRenderMode::Normals,
                                     NerfRenderMode::Occupancy, NerfRenderMode::Cost};

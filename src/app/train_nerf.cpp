@@ -113,32 +113,30 @@ void print_data_set_scale(const json& config, const NerfDataset& train) {
                 config["encoding"]["per_level_scale"].get<double>(), nerf::finest_resolution_for(train));
 }
 
+// Exactly n finite numbers separated by commas (the whole text); false otherwise.
+bool read_comma_floats(const std::string& s, int n, float* v) {
+    std::stringstream in(s);
+    for (int i = 0; i < n; ++i) {
+        char comma = ',';
+        if (!((i == 0 || (in >> comma && comma == ',')) && in >> v[i] && std::isfinite(v[i]))) return false;
+    }
+    return (in >> std::ws).eof();
+}
+
 } // namespace
 
 Vec3 parse_background(const std::string& s) {
     if (s == "white") return {1, 1, 1};
     if (s == "black") return {0, 0, 0};
-    std::stringstream in(s);
     float c[3];
-    char comma1 = 0, comma2 = 0;
-    if (in >> c[0] >> comma1 >> c[1] >> comma2 >> c[2] && comma1 == ',' && comma2 == ',' && (in >> std::ws).eof()) {
-        bool ok = true;
-        for (float v : c) ok = ok && v >= 0 && v <= 1;
-        if (ok) return {c[0], c[1], c[2]};
-    }
+    if (read_comma_floats(s, 3, c) && c[0] >= 0 && c[0] <= 1 && c[1] >= 0 && c[1] <= 1 && c[2] >= 0 && c[2] <= 1)
+        return {c[0], c[1], c[2]};
     throw InputError("--background must be white, black or R,G,B with each in [0, 1], got \"" + s + "\"");
 }
 
 Box3 parse_crop_box(const std::string& s) {
-    std::stringstream in(s);
     float v[6];
-    bool ok = true;
-    for (int i = 0; i < 6 && ok; ++i) {
-        char comma = ',';
-        ok = (i == 0 || (in >> comma && comma == ',')) && in >> v[i] && std::isfinite(v[i]);
-    }
-    ok = ok && (in >> std::ws).eof() && v[0] < v[3] && v[1] < v[4] && v[2] < v[5];
-    if (!ok) {
+    if (!read_comma_floats(s, 6, v) || !(v[0] < v[3] && v[1] < v[4] && v[2] < v[5])) {
         throw InputError("--crop must be X0,Y0,Z0,X1,Y1,Z1 (model space, the unit cube holds the object) with X0 < X1, "
                          "Y0 < Y1 and Z0 < Z1, got \"" + s + "\"");
     }

@@ -95,6 +95,13 @@ void set_neighbourhood(std::vector<uint8_t>& bits, int k, Cell3 c) {
             }
 }
 
+std::string describe_box(const Box3& b) {
+    char text[160];
+    std::snprintf(text, sizeof text, "[%g, %g, %g] to [%g, %g, %g]", (double)b.lo.x, (double)b.lo.y, (double)b.lo.z,
+                  (double)b.hi.x, (double)b.hi.y, (double)b.hi.z);
+    return text;
+}
+
 } // namespace
 
 std::vector<uint8_t> dilated_occupancy_bits(const OccupancyGrid& grid) {
@@ -142,17 +149,6 @@ void nerf_mesh_to_world(TriangleMesh& mesh, float scale, Vec3 offset) {
     for (Vec3& v : mesh.vertices) v = nerf_unit_to_world(v, scale, offset);
     for (Vec3& n : mesh.normals) n = nerf_direction_to_world(n);
 }
-
-namespace {
-
-std::string describe_box(const Box3& b) {
-    char text[160];
-    std::snprintf(text, sizeof text, "[%g, %g, %g] to [%g, %g, %g]", (double)b.lo.x, (double)b.lo.y, (double)b.lo.z,
-                  (double)b.hi.x, (double)b.hi.y, (double)b.hi.z);
-    return text;
-}
-
-} // namespace
 
 TriangleMesh extract_nerf_world_mesh(const NerfTraining& training, NerfMeshSettings settings, const NerfDataset& scene) {
     settings.box = intersection(nerf_scene_box(scene), settings.crop);
