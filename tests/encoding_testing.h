@@ -8,11 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace fusedngp::test {
+
+// The fractional part of t (t - floor t): where a point sits inside its grid cell.
+inline double fractional(double t) { return t - std::floor(t); }
 
 struct EncodingGradientCheck {
     double input_error = 0;

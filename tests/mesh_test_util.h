@@ -4,6 +4,7 @@
 // and share vertices.
 #pragma once
 
+#include "geometry/sdf_field.h"
 #include "geometry/triangle_mesh.h"
 
 #include <algorithm>
@@ -87,6 +88,16 @@ inline TriangleMesh concatenate_meshes(const TriangleMesh& a, const TriangleMesh
 
 // Exact signed distances (negative inside) of the analytic shapes.
 inline float sphere_sdf(Vec3 p, Vec3 center, float radius) { return length(p - center) - radius; }
+
+// The sphere's distances as a batched field (what the SDF metrics and the
+// isosurface extraction sample).
+inline SdfBatchFn sphere_field(Vec3 center, float radius) {
+    return [=](const Matrix<float>& points, Matrix<float>& values) {
+        values.resize(points.rows(), 1);
+        for (Eigen::Index i = 0; i < points.rows(); ++i)
+            values(i, 0) = sphere_sdf({points(i, 0), points(i, 1), points(i, 2)}, center, radius);
+    };
+}
 
 inline float box_sdf(Vec3 p, Vec3 lo, Vec3 hi) {
     Vec3 c = (lo + hi) * 0.5f, h = (hi - lo) * 0.5f;

@@ -1,6 +1,7 @@
 // The 3-D camera: pixel rays, look-at and orbit frames, command-line specs
 // and camera files (formats, exact round trip, errors naming file and field).
 #include "render/camera.h"
+#include "core/math_constants.h"
 #include "render/camera_io.h"
 
 #include "camera_test_util.h"
@@ -20,7 +21,6 @@ using fusedngp::test::write_text;
 
 namespace {
 
-constexpr float kPi = 3.14159265358979f;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 bool same_bits(Vec3 a, Vec3 b) { return same_bits(a.x, b.x) && same_bits(a.y, b.y) && same_bits(a.z, b.z); }
@@ -74,7 +74,7 @@ TEST(Camera, FovRoundTripAndEdgeRayAngle) {
     c.intrinsics = k;
     // The ray through the top edge (py = 0) is fov/2 above forward.
     const Ray top = camera_ray(c, k.cx, 0.f);
-    EXPECT_NEAR(std::acos(dot(top.direction, c.pose.forward)) * 180.f / kPi, 20.f, 1e-3f);
+    EXPECT_NEAR(std::acos(dot(top.direction, c.pose.forward)) * 180.f / kPiFloat, 20.f, 1e-3f);
 }
 
 TEST(Camera, LookAtFrameIsOrthonormalAndAimsAtTarget) {

@@ -1,6 +1,7 @@
 // Encodings other than Grid: values against closed forms, fp64 gradient
 // checks, Composite, and the factory's config errors.
 #include "encodings/composite.h"
+#include "core/math_constants.h"
 #include "encodings/factory.h"
 #include "encodings/grid.h"
 #include "encodings/spherical_harmonics.h"
@@ -16,7 +17,6 @@ using namespace fusedngp::test;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 
 std::unique_ptr<Encoding<double>> make(uint32_t dims, const json& config) {
     return create_encoding<double>(dims, config);
@@ -41,7 +41,6 @@ void expect_gradients_ok(const Encoding<double>& enc, const Matrix<double>& x, c
     }
 }
 
-double fractional(double t) { return t - std::floor(t); }
 
 } // namespace
 

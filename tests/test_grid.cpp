@@ -41,7 +41,6 @@ std::unique_ptr<GridEncoding<T>> make_grid(uint32_t dims, const json& config) {
     return std::unique_ptr<GridEncoding<T>>(grid);
 }
 
-double fractional(double t) { return t - std::floor(t); }
 
 // Random points whose position inside the cell is at least `margin` away from
 // every face (and from the midpoint for Nearest) at every level, so central

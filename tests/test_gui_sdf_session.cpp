@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "core/errors.h"
+#include "core/math_constants.h"
 #include "geometry/marching_cubes.h"
 #include "geometry/mesh_io.h"
 #include "geometry/vec3.h"
@@ -25,17 +26,16 @@
 namespace fusedngp {
 namespace {
 
-constexpr float kPi = 3.14159265358979f;
 const Vec3 kCentre{0.5f, 0.5f, 0.5f};
 constexpr float kRadius = 0.3f;
 
-float sphere_sdf(Vec3 p, Vec3 centre = kCentre, float radius = kRadius) { return length(p - centre) - radius; }
+float scene_sphere_sdf(Vec3 p, Vec3 centre = kCentre, float radius = kRadius) { return length(p - centre) - radius; }
 
-SdfBatchFn sphere_field(Vec3 centre = kCentre, float radius = kRadius) {
+SdfBatchFn scene_sphere_field(Vec3 centre = kCentre, float radius = kRadius) {
     return [=](const Matrix<float>& points, Matrix<float>& values) {
         values.resize(points.rows(), 1);
         for (Eigen::Index i = 0; i < points.rows(); ++i)
-            values(i, 0) = sphere_sdf({points(i, 0), points(i, 1), points(i, 2)}, centre, radius);
+            values(i, 0) = scene_sphere_sdf({points(i, 0), points(i, 1), points(i, 2)}, centre, radius);
     };
 }
 
@@ -52,7 +52,7 @@ public:
             Vec3 p{rng.next_float(), rng.next_float(), rng.next_float()};
             if (i % 2) p = kCentre + normalize(p - kCentre) * (kRadius + 0.05f * (rng.next_float() - 0.5f));
             for (int d = 0; d < 3; ++d) inputs(i, d) = p[d];
-            targets(i, 0) = sphere_sdf(p);
+            targets(i, 0) = scene_sphere_sdf(p);
         }
     }
 };
@@ -148,16 +148,16 @@ TEST(GuiSdfSession, SnapshotRoundTripRecordsTheMode) {
 // Two spheres of radius r whose centres are d apart overlap in the lens of
 // volume pi (4r + d)(2r - d)^2 / 12.
 TEST(GuiSdfSession, IouProbeMatchesTheSpheresOverlap) {
-    SdfIouProbe probe(sphere_field());
-    const double volume = 4.0 / 3.0 * kPi * kRadius * kRadius * kRadius;
+    SdfIouProbe probe(scene_sphere_field());
+    const double volume = 4.0 / 3.0 * kPiFloat * kRadius * kRadius * kRadius;
     EXPECT_NEAR(probe.truth_inside() / (double)SdfIouProbe::kDefaultPoints, volume, 0.01);
-    EXPECT_DOUBLE_EQ(probe.measure(sphere_field()), 1.0);
+    EXPECT_DOUBLE_EQ(probe.measure(scene_sphere_field()), 1.0);
     const float d = 0.2f;
-    const double lens = kPi * (4 * kRadius + d) * (2 * kRadius - d) * (2 * kRadius - d) / 12.0;
-    EXPECT_NEAR(probe.measure(sphere_field(kCentre + Vec3{d, 0, 0})), lens / (2 * volume - lens), 0.02);
-    EXPECT_DOUBLE_EQ(probe.measure(sphere_field({5, 5, 5})), 0.0) << "disjoint";
-    SdfIouProbe empty(sphere_field({5, 5, 5}));
-    EXPECT_DOUBLE_EQ(empty.measure(sphere_field({-5, 5, 5})), 1.0) << "both empty";
+    const double lens = kPiFloat * (4 * kRadius + d) * (2 * kRadius - d) * (2 * kRadius - d) / 12.0;
+    EXPECT_NEAR(probe.measure(scene_sphere_field(kCentre + Vec3{d, 0, 0})), lens / (2 * volume - lens), 0.02);
+    EXPECT_DOUBLE_EQ(probe.measure(scene_sphere_field({5, 5, 5})), 0.0) << "disjoint";
+    SdfIouProbe empty(scene_sphere_field({5, 5, 5}));
+    EXPECT_DOUBLE_EQ(empty.measure(scene_sphere_field({-5, 5, 5})), 1.0) << "both empty";
 }
 
 // "Extract mesh" writes in the input's coordinates: a sphere extracted in
@@ -166,7 +166,7 @@ TEST(GuiSdfSession, IouProbeMatchesTheSpheresOverlap) {
 TEST(GuiSdfSession, ExtractedMeshIsWrittenInInputCoordinates) {
     IsosurfaceSettings iso;
     iso.resolution = 32;
-    TriangleMesh unit = extract_isosurface(sphere_field(), iso);
+    TriangleMesh unit = extract_isosurface(scene_sphere_field(), iso);
     ASSERT_GT(unit.n_triangles(), 100u);
     UnitCubeTransform transform;
     transform.center = {10, -4, 2};

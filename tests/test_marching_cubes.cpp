@@ -4,6 +4,7 @@
 #include "geometry/marching_cubes.h"
 
 #include "core/errors.h"
+#include "core/math_constants.h"
 #include "geometry/isosurface_math.h"
 #include "isosurface_test_util.h"
 
@@ -18,11 +19,7 @@ namespace {
 using test::batch_field;
 
 const Vec3 kCenter{0.5f, 0.5f, 0.5f};
-const float kPi = 3.14159265358979f;
 
-SdfBatchFn sphere_field(Vec3 center, float radius) {
-    return batch_field([=](Vec3 p) { return test::sphere_sdf(p, center, radius); });
-}
 
 IsosurfaceSettings settings_at(uint32_t resolution, uint32_t slab_cells = 0, float level = 0.f) {
     IsosurfaceSettings s;
@@ -54,12 +51,12 @@ void expect_on_sphere(const TriangleMesh& mesh, Vec3 center, float r, float tole
 
 TEST(MarchingCubes, SphereIsClosedOnTheSurfaceWithTheRightVolume) {
     const float r = 0.3f;
-    const TriangleMesh mesh = extract_isosurface(sphere_field(kCenter, r), settings_at(64));
+    const TriangleMesh mesh = extract_isosurface(test::sphere_field(kCenter, r), settings_at(64));
     ASSERT_GT(mesh.triangles.size(), 1000u);
     expect_on_sphere(mesh, kCenter, r, 1e-3f);
     EXPECT_TRUE(test::closed_and_consistently_oriented(mesh));
     EXPECT_EQ(test::euler_characteristic(mesh), 2);
-    const double exact = 4.0 / 3.0 * kPi * r * r * r, volume = test::signed_volume(mesh);
+    const double exact = 4.0 / 3.0 * kPiFloat * r * r * r, volume = test::signed_volume(mesh);
     EXPECT_GT(volume, 0);
     EXPECT_NEAR(volume, exact, 0.02 * exact);
 }
@@ -70,12 +67,12 @@ TEST(MarchingCubes, TorusIsClosedWithEulerCharacteristicZero) {
     ASSERT_GT(mesh.triangles.size(), 1000u);
     EXPECT_TRUE(test::closed_and_consistently_oriented(mesh));
     EXPECT_EQ(test::euler_characteristic(mesh), 0);
-    const double exact = 2 * kPi * kPi * 0.25 * 0.1 * 0.1;  // 2 pi^2 R r^2
+    const double exact = 2 * kPiFloat * kPiFloat * 0.25 * 0.1 * 0.1;  // 2 pi^2 R r^2
     EXPECT_NEAR(test::signed_volume(mesh), exact, 0.03 * exact);
 }
 
 TEST(MarchingCubes, SlabSplitDoesNotChangeTheMesh) {
-    const SdfBatchFn field = sphere_field({0.47f, 0.52f, 0.5f}, 0.31f);
+    const SdfBatchFn field = test::sphere_field({0.47f, 0.52f, 0.5f}, 0.31f);
     const TriangleMesh whole = extract_isosurface(field, settings_at(48));
     ASSERT_EQ(plan_isosurface_slabs(settings_at(48)).size(), 1u);
     for (uint32_t slab_cells : {1u, 7u}) {
@@ -110,7 +107,7 @@ TEST(MarchingCubes, AutoSlabsAreBoundedAndEvaluateEachPointOnce) {
     size_t evaluated = 0;
     const SdfBatchFn counting = [&](const Matrix<float>& points, Matrix<float>& values) {
         evaluated += (size_t)points.rows();
-        sphere_field(kCenter, 0.3f)(points, values);
+        test::sphere_field(kCenter, 0.3f)(points, values);
     };
     extract_isosurface(counting, settings_at(20, 3));
     EXPECT_EQ(evaluated, 21u * 21u * 21u);
@@ -118,17 +115,17 @@ TEST(MarchingCubes, AutoSlabsAreBoundedAndEvaluateEachPointOnce) {
 
 TEST(MarchingCubes, LevelOffsetsTheSurface) {
     const float r = 0.25f, level = 0.05f;
-    const TriangleMesh mesh = extract_isosurface(sphere_field(kCenter, r), settings_at(64, 0, level));
+    const TriangleMesh mesh = extract_isosurface(test::sphere_field(kCenter, r), settings_at(64, 0, level));
     expect_on_sphere(mesh, kCenter, r + level, 1e-3f);
     EXPECT_TRUE(test::closed_and_consistently_oriented(mesh));
-    const double exact = 4.0 / 3.0 * kPi * std::pow(r + level, 3);
+    const double exact = 4.0 / 3.0 * kPiFloat * std::pow(r + level, 3);
     EXPECT_NEAR(test::signed_volume(mesh), exact, 0.02 * exact);
 }
 
 TEST(MarchingCubes, NonCubicBoxKeepsTheSphere) {
     IsosurfaceSettings s = settings_at(40, 9);
     s.box = Box3{{-1.f, -0.5f, -2.f}, {1.f, 0.5f, 2.f}};
-    const TriangleMesh mesh = extract_isosurface(sphere_field({0, 0, 0}, 0.4f), s);
+    const TriangleMesh mesh = extract_isosurface(test::sphere_field({0, 0, 0}, 0.4f), s);
     expect_on_sphere(mesh, {0, 0, 0}, 0.4f, 5e-3f);
     EXPECT_TRUE(test::closed_and_consistently_oriented(mesh));
     EXPECT_EQ(test::euler_characteristic(mesh), 2);
@@ -160,7 +157,7 @@ TEST(MarchingCubes, ValuesEqualToTheLevelCountAsOutside) {
 }
 
 TEST(MarchingCubes, CoarsestLatticeStillClosed) {
-    const TriangleMesh mesh = extract_isosurface(sphere_field(kCenter, 0.3f), settings_at(2));
+    const TriangleMesh mesh = extract_isosurface(test::sphere_field(kCenter, 0.3f), settings_at(2));
     ASSERT_FALSE(mesh.triangles.empty());  // only the centre point is inside
     EXPECT_EQ(mesh.vertices.size(), 14u);  // its 14 Kuhn edges (6 axis, 6 face and 2 body diagonals) are crossed
     EXPECT_TRUE(test::closed_and_consistently_oriented(mesh));
@@ -169,7 +166,7 @@ TEST(MarchingCubes, CoarsestLatticeStillClosed) {
 }
 
 TEST(MarchingCubes, ResolutionOutsideRangeThrows) {
-    const SdfBatchFn field = sphere_field(kCenter, 0.3f);
+    const SdfBatchFn field = test::sphere_field(kCenter, 0.3f);
     for (uint32_t bad : {0u, 1u, 1025u}) {
         try {
             extract_isosurface(field, settings_at(bad));

@@ -58,17 +58,17 @@ json blender_scene(int frames) {
     return root;
 }
 
-struct Scene {
+struct DatasetFiles {
     ScratchDir dir;
     std::string json_path;
-    Scene(const json& root, int images, const std::string& name = "transforms.json") {
+    DatasetFiles(const json& root, int images, const std::string& name = "transforms.json") {
         json_path = dir.file(name);
         write_text(json_path, root.dump(2));
         for (int i = 0; i < images; ++i) write_png(dir.file("train/r_" + std::to_string(i) + ".png"), i);
     }
 };
 
-void expect_input_error(const std::function<void()>& call, const std::vector<std::string>& parts) {
+void expect_one_line_input_error(const std::function<void()>& call, const std::vector<std::string>& parts) {
     try {
         call();
         ADD_FAILURE() << "no InputError; expected one naming " << parts.front();
@@ -81,16 +81,16 @@ void expect_input_error(const std::function<void()>& call, const std::vector<std
 
 // Loads `root` (3 images on disk) and expects an InputError naming the file and `field`.
 void expect_bad_scene(const json& root, const std::string& field, const std::string& problem = "") {
-    Scene scene(root, 3);
+    DatasetFiles scene(root, 3);
     std::vector<std::string> parts{scene.json_path, field};
     if (!problem.empty()) parts.push_back(problem);
-    expect_input_error([&] { load_nerf_dataset(scene.json_path); }, parts);
+    expect_one_line_input_error([&] { load_nerf_dataset(scene.json_path); }, parts);
 }
 
 } // namespace
 
 TEST(NerfDataset, BlenderDialectIntrinsicsPosesAndPixels) {
-    Scene scene(blender_scene(3), 3);
+    DatasetFiles scene(blender_scene(3), 3);
     std::vector<std::string> warnings;
     NerfDataset d = load_nerf_dataset(scene.json_path, {}, &warnings);
     EXPECT_TRUE(warnings.empty());
@@ -130,7 +130,7 @@ TEST(NerfDataset, InstantNgpDialectWithPerFrameOverrides) {
     root["frames"][0]["file_path"] = "train/r_0.png";  // with an extension
     root["frames"][1].update({{"fl_x", 12.0}, {"k1", 0.5}, {"cx", 4.0}});
     root["frames"][2].update({{"camera_angle_x", 0.7}});  // but fl_x still wins
-    Scene scene(root, 3);
+    DatasetFiles scene(root, 3);
     NerfDataset d = load_nerf_dataset(scene.json_path);
     ASSERT_EQ(d.frames.size(), 3u);
     EXPECT_EQ(d.aabb_scale, 16.f);
@@ -166,7 +166,7 @@ TEST(NerfDataset, FocalFromVerticalAngleOrOneAxisOnly) {
     root.erase("camera_angle_x");
     root["camera_angle_y"] = 0.9;
     root["frames"][1]["fl_x"] = 7.0;  // fy stays from camera_angle_y
-    Scene scene(root, 3);
+    DatasetFiles scene(root, 3);
     NerfDataset d = load_nerf_dataset(scene.json_path);
     float fy = (float)(0.5 * 8 / std::tan(0.45));
     EXPECT_NEAR(d.frames[0].camera.intrinsics.fx, fy, 1e-5);  // square pixels
@@ -177,7 +177,7 @@ TEST(NerfDataset, FocalFromVerticalAngleOrOneAxisOnly) {
 
 TEST(NerfDataset, MissingImagesAreSkippedWithOneWarning) {
     json root = blender_scene(5);
-    Scene scene(root, 5);
+    DatasetFiles scene(root, 5);
     std::filesystem::remove(scene.dir.file("train/r_1.png"));
     std::filesystem::remove(scene.dir.file("train/r_3.png"));
     std::vector<std::string> warnings;
@@ -199,7 +199,7 @@ TEST(NerfDataset, UnappliedLensFieldsAreNamedInOneWarning) {
     root["frames"][1]["is_fisheye"] = true;
     root["frames"][2]["k3"] = 0.02;
     root["k4"] = 0;  // zero changes nothing
-    Scene scene(root, 3);
+    DatasetFiles scene(root, 3);
     std::vector<std::string> warnings;
     load_nerf_dataset(scene.json_path, {}, &warnings);
     ASSERT_EQ(warnings.size(), 1u);
@@ -207,19 +207,19 @@ TEST(NerfDataset, UnappliedLensFieldsAreNamedInOneWarning) {
 }
 
 TEST(NerfDataset, AllImagesMissingIsAnError) {
-    Scene scene(blender_scene(3), 0);
-    expect_input_error([&] { load_nerf_dataset(scene.json_path); }, {scene.json_path, "frames", "none of the 3 images"});
+    DatasetFiles scene(blender_scene(3), 0);
+    expect_one_line_input_error([&] { load_nerf_dataset(scene.json_path); }, {scene.json_path, "frames", "none of the 3 images"});
 }
 
 TEST(NerfDataset, BadFilesNameTheFile) {
     ScratchDir dir;
-    expect_input_error([&] { load_nerf_dataset(dir.file("absent.json")); }, {dir.file("absent.json"), "cannot open"});
+    expect_one_line_input_error([&] { load_nerf_dataset(dir.file("absent.json")); }, {dir.file("absent.json"), "cannot open"});
     write_text(dir.file("broken.json"), "{\"frames\": [");
-    expect_input_error([&] { load_nerf_dataset(dir.file("broken.json")); }, {dir.file("broken.json"), "invalid JSON"});
+    expect_one_line_input_error([&] { load_nerf_dataset(dir.file("broken.json")); }, {dir.file("broken.json"), "invalid JSON"});
     write_text(dir.file("nan.json"), "{\"camera_angle_x\": NaN, \"frames\": []}");
-    expect_input_error([&] { load_nerf_dataset(dir.file("nan.json")); }, {dir.file("nan.json"), "invalid JSON"});
+    expect_one_line_input_error([&] { load_nerf_dataset(dir.file("nan.json")); }, {dir.file("nan.json"), "invalid JSON"});
     write_text(dir.file("array.json"), "[1, 2]");
-    expect_input_error([&] { load_nerf_dataset(dir.file("array.json")); }, {dir.file("array.json"), "JSON object"});
+    expect_one_line_input_error([&] { load_nerf_dataset(dir.file("array.json")); }, {dir.file("array.json"), "JSON object"});
 }
 
 TEST(NerfDataset, BadFramesNameTheField) {
@@ -291,12 +291,12 @@ TEST(NerfDataset, BadPosesNameTheField) {
     root["frames"][0]["transform_matrix"][3] = {0.0, 0.0, 1.0, 1.0};
     expect_bad_scene(root, "frames[0].transform_matrix", "row 3");
     // JSON has no NaN or infinity: NaN and an overflowing literal are invalid JSON.
-    Scene scene(blender_scene(3), 3);
+    DatasetFiles scene(blender_scene(3), 3);
     std::string text = blender_scene(3).dump();
     const std::string key = "\"transform_matrix\":[[";
     text.insert(text.find(key) + key.size(), "1e999,");
     write_text(scene.json_path, text);
-    expect_input_error([&] { load_nerf_dataset(scene.json_path); }, {scene.json_path, "invalid JSON", "1e999"});
+    expect_one_line_input_error([&] { load_nerf_dataset(scene.json_path); }, {scene.json_path, "invalid JSON", "1e999"});
 }
 
 TEST(NerfDataset, BadSceneFieldsNameTheField) {
@@ -308,7 +308,7 @@ TEST(NerfDataset, BadSceneFieldsNameTheField) {
     for (int ok : {1, 2, 32, 128}) {
         json root = blender_scene(3);
         root["aabb_scale"] = ok;
-        Scene scene(root, 3);
+        DatasetFiles scene(root, 3);
         EXPECT_EQ(load_nerf_dataset(scene.json_path).aabb_scale, (float)ok);
     }
     json root = blender_scene(3);
@@ -320,16 +320,16 @@ TEST(NerfDataset, BadSceneFieldsNameTheField) {
 }
 
 TEST(NerfDataset, BadImagesNameTheFile) {
-    Scene mixed(blender_scene(3), 3);
+    DatasetFiles mixed(blender_scene(3), 3);
     write_png(mixed.dir.file("train/r_2.png"), 2, 8, 6);
-    expect_input_error([&] { load_nerf_dataset(mixed.json_path); }, {mixed.json_path, "frames", "mixed sizes", "r_2.png", "8x6"});
-    Scene corrupt(blender_scene(3), 3);
+    expect_one_line_input_error([&] { load_nerf_dataset(mixed.json_path); }, {mixed.json_path, "frames", "mixed sizes", "r_2.png", "8x6"});
+    DatasetFiles corrupt(blender_scene(3), 3);
     write_text(corrupt.dir.file("train/r_1.png"), "not a png at all");
-    expect_input_error([&] { load_nerf_dataset(corrupt.json_path); }, {"r_1.png", "cannot decode"});
+    expect_one_line_input_error([&] { load_nerf_dataset(corrupt.json_path); }, {"r_1.png", "cannot decode"});
 }
 
 TEST(NerfDataset, LinearExrFramesBecome8BitSrgb) {
-    Scene scene(blender_scene(3), 3);
+    DatasetFiles scene(blender_scene(3), 3);
     std::filesystem::remove(scene.dir.file("train/r_1.png"));
     Image linear = make_image(8, 8, 3, ColorSpace::Linear);
     for (float& v : linear.pixels) v = 0.21586f;  // sRGB 128 / 255
@@ -346,7 +346,7 @@ TEST(NerfDataset, LinearExrFramesBecome8BitSrgb) {
 }
 
 TEST(NerfDataset, ThreadedDecodeMatchesSingleThreadAndReportsProgress) {
-    Scene scene(blender_scene(13), 13);
+    DatasetFiles scene(blender_scene(13), 13);
     NerfLoadOptions one;
     one.threads = 1;
     NerfDataset a = load_nerf_dataset(scene.json_path, one);
@@ -369,7 +369,7 @@ TEST(NerfDataset, WorldToUnitOfAKnownCamera) {
     json root = blender_scene(3);
     root["frames"][1]["transform_matrix"] = json::array({json::array({1, 0, 0, 0}), json::array({0, 0, -1, -4}),
                                                          json::array({0, 1, 0, 0}), json::array({0, 0, 0, 1})});
-    Scene scene(root, 3);
+    DatasetFiles scene(root, 3);
     NerfDataset d = load_nerf_dataset(scene.json_path);
     const CameraPose& pose = d.frames[1].camera.pose;
     // p_unit = P(0.33 p + 0.5), P(x, y, z) = (y, z, x)
@@ -415,10 +415,10 @@ TEST(NerfDataset, ResolvePathsOfFoldersAndFiles) {
     EXPECT_TRUE(resolve_nerf_paths(split.path()).val.empty());
 
     ScratchDir empty;
-    expect_input_error([&] { resolve_nerf_paths(empty.path()); }, {empty.path(), "transforms.json"});
-    expect_input_error([&] { resolve_nerf_paths(empty.file("nope.json")); }, {empty.file("nope.json"), "no such"});
+    expect_one_line_input_error([&] { resolve_nerf_paths(empty.path()); }, {empty.path(), "transforms.json"});
+    expect_one_line_input_error([&] { resolve_nerf_paths(empty.file("nope.json")); }, {empty.file("nope.json"), "no such"});
     write_text(empty.file("scene.png"), "x");
-    expect_input_error([&] { resolve_nerf_paths(empty.file("scene.png")); }, {empty.file("scene.png"), "neither a folder nor a .json"});
+    expect_one_line_input_error([&] { resolve_nerf_paths(empty.file("scene.png")); }, {empty.file("scene.png"), "neither a folder nor a .json"});
 }
 
 TEST(NerfDataset, LoadsLego400WhenPresent) {

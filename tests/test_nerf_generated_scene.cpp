@@ -5,6 +5,7 @@
 #include "nerf/synthetic_scene.h"
 
 #include "camera_test_util.h"
+#include "core/math_constants.h"
 #include "io_test_util.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,6 @@ using fusedngp::test::ScratchDir;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 
 SyntheticScene one_sphere(Vec3 center, float radius, Vec3 color) {
     SyntheticScene scene;

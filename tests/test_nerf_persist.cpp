@@ -45,7 +45,7 @@ const fs::path& trained_dir() {
     }();
     return out;
 }
-fs::path trained_snapshot() { return trained_dir() / "snapshot.fusedngp"; }
+fs::path persisted_snapshot() { return trained_dir() / "snapshot.fusedngp"; }
 
 void expect_same_tensors(const fs::path& a, const fs::path& b) {
     const SafetensorsContents ca = read_safetensors(a.string()), cb = read_safetensors(b.string());
@@ -141,15 +141,15 @@ TEST(NerfSnapshot, NonFiniteParametersOrGridAreAnInputError) {
 
 TEST(NerfPersistCli, TrainWritesASnapshotAndResumeIsBitIdentical) {
     const fs::path dir = make_temp_dir("nerf_resume");
-    ASSERT_TRUE(fs::exists(trained_snapshot()));
+    ASSERT_TRUE(fs::exists(persisted_snapshot()));
     auto half = run_cli(nerf_train_args(dir / "half", kSteps / 2));
     ASSERT_EQ(half.exit_code, 0) << half.out << half.err;
     auto resumed = run_cli(nerf_train_args(dir / "resumed", kSteps) + " --resume " +
                            (dir / "half" / "snapshot.fusedngp").string());
     ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
     EXPECT_NE(resumed.out.find("resuming at step 12"), std::string::npos) << resumed.out;
-    expect_same_tensors(trained_snapshot(), dir / "resumed" / "snapshot.fusedngp");
-    const NerfSnapshot a = load_nerf_snapshot(trained_snapshot().string());
+    expect_same_tensors(persisted_snapshot(), dir / "resumed" / "snapshot.fusedngp");
+    const NerfSnapshot a = load_nerf_snapshot(persisted_snapshot().string());
     const NerfSnapshot b = load_nerf_snapshot((dir / "resumed" / "snapshot.fusedngp").string());
     EXPECT_EQ(a.state.step, (uint64_t)kSteps);
     EXPECT_EQ(b.state.step, (uint64_t)kSteps);
@@ -166,7 +166,7 @@ TEST(NerfPersistCli, ResumingWithADifferentConfigIsAnError) {
     write_text_file(dir / "other.json", other.dump());
     const fs::path out = dir / "out";
     expect_cli_input_error("train --data " + nerf_persist_scene().dir.string() + " --config " + (dir / "other.json").string() +
-                           " --steps 30 --resume " + trained_snapshot().string() + " --out " + out.string(),
+                           " --steps 30 --resume " + persisted_snapshot().string() + " --out " + out.string(),
                        out, "different config");
 }
 
@@ -198,7 +198,7 @@ TEST(NerfPersistCli, GridScaleFromTheCamerasIsKeptAndResumes) {
 
 TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
     const fs::path dir = make_temp_dir("nerf_export");
-    auto r = run_cli("export " + trained_snapshot().string() + " --out " + (dir / "w.safetensors").string());
+    auto r = run_cli("export " + persisted_snapshot().string() + " --out " + (dir / "w.safetensors").string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const SafetensorsContents c = read_safetensors((dir / "w.safetensors").string());
     EXPECT_EQ(c.metadata.at("mode"), "nerf");
@@ -207,7 +207,7 @@ TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
     EXPECT_NE(c.find("density.network.layers.0.weight"), nullptr);
     EXPECT_NE(c.find("colour.network.layers.1.weight"), nullptr);
 
-    const OpenedNerfModel snap = open_nerf_model(trained_snapshot().string(), "cpu");
+    const OpenedNerfModel snap = open_nerf_model(persisted_snapshot().string(), "cpu");
     const OpenedNerfModel weights = open_nerf_model((dir / "w.safetensors").string(), "cpu");
     EXPECT_TRUE(snap.from_snapshot);
     EXPECT_FALSE(weights.from_snapshot);
@@ -216,7 +216,7 @@ TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
     EXPECT_EQ(weights.trainer->occupancy_grid().bits(), snap.trainer->occupancy_grid().bits());
 
     for (const char* model : {"snapshot", "weights"}) {
-        const std::string in = model == std::string("snapshot") ? trained_snapshot().string() : (dir / "w.safetensors").string();
+        const std::string in = model == std::string("snapshot") ? persisted_snapshot().string() : (dir / "w.safetensors").string();
         auto rr = run_cli("render " + in + " --width 16 --out " + (dir / (std::string(model) + ".exr")).string());
         ASSERT_EQ(rr.exit_code, 0) << rr.out << rr.err;
     }
@@ -226,7 +226,7 @@ TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
     EXPECT_EQ(a.pixels, b.pixels);
 
     // F16 weights: the same tensors, rounded.
-    r = run_cli("export " + trained_snapshot().string() + " --dtype f16 --out " + (dir / "h.safetensors").string());
+    r = run_cli("export " + persisted_snapshot().string() + " --dtype f16 --out " + (dir / "h.safetensors").string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const OpenedNerfModel half = open_nerf_model((dir / "h.safetensors").string(), "cpu");
     const std::vector<float> p16 = half.trainer->colour_inference_params(), p32 = snap.trainer->colour_inference_params();
@@ -236,7 +236,7 @@ TEST(NerfPersistCli, ExportedWeightsLoadAndRenderLikeTheSnapshot) {
 
 TEST(NerfPersistCli, RenderTestWritesEveryViewAndTheTrainingPsnr) {
     const fs::path out = make_temp_dir("nerf_render_test") / "views";
-    auto r = run_cli("render " + trained_snapshot().string() + " --test " +
+    auto r = run_cli("render " + persisted_snapshot().string() + " --test " +
                      (nerf_persist_scene().dir / "transforms_test.json").string() + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_TRUE(fs::exists(out / "test_000.png"));
@@ -259,7 +259,7 @@ TEST(NerfPersistCli, CameraPathWritesOneFramePerTick) {
         {"time": 0, "camera": {"orbit": [0, 10, 1.4], "fov_y_degrees": 40}},
         {"time": 1, "camera": "cam1.json"}]})");
     const fs::path out = dir / "frames";
-    auto r = run_cli("render " + trained_snapshot().string() + " --camera-path " + (dir / "path.json").string() +
+    auto r = run_cli("render " + persisted_snapshot().string() + " --camera-path " + (dir / "path.json").string() +
                      " --fps 4 --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     for (int i = 0; i < 5; ++i) {
@@ -300,7 +300,7 @@ TEST(CameraPath, InterpolatesPositionOrientationAndFov) {
 TEST(NerfPersistCli, BadInputsAreOneLineErrorsWithNoOutput) {
     const fs::path dir = make_temp_dir("nerf_persist_bad");
     const fs::path out = dir / "out";
-    const std::string snap = trained_snapshot().string();
+    const std::string snap = persisted_snapshot().string();
     // Missing and truncated model files.
     expect_cli_input_error("render " + (dir / "missing.fusedngp").string() + " --out " + (out / "v.png").string(), out,
                        "missing.fusedngp");
@@ -366,7 +366,7 @@ TEST(NerfPersistCli, CameraPathToMp4PipesRawFramesToFfmpegAndWritesAtomically) {
     const fs::path dir = make_temp_dir("nerf_mp4");
     write_text_file(dir / "path.json", R"({"width": 10, "height": 6, "keyframes": [
         {"time": 0, "camera": {"orbit": [0, 10, 1.4]}}, {"time": 0.5, "camera": {"orbit": [40, 10, 1.4]}}]})");
-    const std::string args = "render " + trained_snapshot().string() + " --camera-path " + (dir / "path.json").string() +
+    const std::string args = "render " + persisted_snapshot().string() + " --camera-path " + (dir / "path.json").string() +
                              " --fps 4 --out " + (dir / "v.mp4").string();
     // The stand-in stores the raw frames in its output file (its last argument).
     auto r = run_with_fake_ffmpeg(dir, "for a; do last=$a; done; cat > \"$last\"", args);

@@ -21,12 +21,6 @@ namespace {
 
 const Vec3 kCenter{0.5f, 0.5f, 0.5f};
 
-SdfBatchFn sphere_field(Vec3 center, float radius) {
-    return [=](const Matrix<float>& p, Matrix<float>& values) {
-        values.resize(p.rows(), 1);
-        for (int64_t i = 0; i < p.rows(); ++i) values(i, 0) = test::sphere_sdf({p(i, 0), p(i, 1), p(i, 2)}, center, radius);
-    };
-}
 
 // Every triangle for every point; the normal is the closest triangle's.
 ClosestFn brute_force_closest(const TriangleMesh& mesh) {
@@ -59,7 +53,7 @@ TriangleMesh scaled(TriangleMesh mesh, Vec3 center, float s) {
 
 TEST(SdfIou, ConcentricSpheresGiveTheVolumeRatio) {
     const uint64_t n = 1u << 20;
-    const IouResult r = sdf_iou(sphere_field(kCenter, 0.2f), sphere_field(kCenter, 0.3f), n, 1);
+    const IouResult r = sdf_iou(test::sphere_field(kCenter, 0.2f), test::sphere_field(kCenter, 0.3f), n, 1);
     EXPECT_EQ(r.n_points, n);
     // (r1 / r2)^3; the standard error on ~113k points inside either is 0.0014.
     EXPECT_NEAR(r.iou, std::pow(0.2 / 0.3, 3), 0.006);
@@ -68,19 +62,19 @@ TEST(SdfIou, ConcentricSpheresGiveTheVolumeRatio) {
 }
 
 TEST(SdfIou, FieldWithItselfDisjointAndEmpty) {
-    const SdfBatchFn sphere = sphere_field(kCenter, 0.25f);
+    const SdfBatchFn sphere = test::sphere_field(kCenter, 0.25f);
     const IouResult self = sdf_iou(sphere, sphere, 100000, 2);
     EXPECT_EQ(self.iou, 1.0);
     EXPECT_EQ(self.inside_both, self.inside_either);
     EXPECT_GT(self.inside_both, 0u);
 
     const IouResult disjoint =
-        sdf_iou(sphere_field({0.2f, 0.5f, 0.5f}, 0.15f), sphere_field({0.8f, 0.5f, 0.5f}, 0.15f), 100000, 2);
+        sdf_iou(test::sphere_field({0.2f, 0.5f, 0.5f}, 0.15f), test::sphere_field({0.8f, 0.5f, 0.5f}, 0.15f), 100000, 2);
     EXPECT_EQ(disjoint.iou, 0.0);
     EXPECT_EQ(disjoint.inside_both, 0u);
     EXPECT_GT(disjoint.inside_either, 0u);
 
-    const SdfBatchFn outside_everywhere = sphere_field({5, 5, 5}, 0.1f);
+    const SdfBatchFn outside_everywhere = test::sphere_field({5, 5, 5}, 0.1f);
     const IouResult empty = sdf_iou(outside_everywhere, outside_everywhere, 1000, 2);
     EXPECT_EQ(empty.inside_either, 0u);
     EXPECT_EQ(empty.iou, 1.0);
@@ -91,13 +85,13 @@ TEST(SdfIou, ChunkedSeededAndBoundedCalls) {
     const uint64_t n = 2 * kSdfMetricChunk + 777;
     int64_t largest_call = 0;
     uint64_t points_seen = 0;
-    const SdfBatchFn inner = sphere_field(kCenter, 0.2f);
+    const SdfBatchFn inner = test::sphere_field(kCenter, 0.2f);
     SdfBatchFn counted = [&](const Matrix<float>& p, Matrix<float>& v) {
         largest_call = std::max<int64_t>(largest_call, p.rows());
         points_seen += p.rows();
         inner(p, v);
     };
-    const SdfBatchFn outer = sphere_field(kCenter, 0.3f);
+    const SdfBatchFn outer = test::sphere_field(kCenter, 0.3f);
     const IouResult a = sdf_iou(counted, outer, n, 9);
     EXPECT_EQ(largest_call, (int64_t)kSdfMetricChunk);
     EXPECT_EQ(points_seen, n);
@@ -113,12 +107,12 @@ TEST(SdfIou, ChunkedSeededAndBoundedCalls) {
 TEST(SdfBandError, ZeroForItselfAndTheShiftForAGrownSphere) {
     const float radius = 0.3f, grow = 0.004f;
     const SurfaceSampler surface(test::make_sphere_mesh(kCenter, radius, 16, 32));
-    const SdfBatchFn truth = sphere_field(kCenter, radius);
+    const SdfBatchFn truth = test::sphere_field(kCenter, radius);
     const BandErrorResult self = sdf_band_error(surface, truth, truth, 50000, 3);
     EXPECT_EQ(self.mean_abs_error, 0.0);
     EXPECT_EQ(self.n_points, 50000u);
     // |(|p - c| - r - e) - (|p - c| - r)| = e at every point, up to float rounding.
-    const BandErrorResult grown = sdf_band_error(surface, sphere_field(kCenter, radius + grow), truth, 50000, 3);
+    const BandErrorResult grown = sdf_band_error(surface, test::sphere_field(kCenter, radius + grow), truth, 50000, 3);
     EXPECT_NEAR(grown.mean_abs_error, grow, 1e-6);
     EXPECT_THROW(sdf_band_error(SurfaceSampler{}, truth, truth, 10, 3), InputError);
 }

@@ -3,6 +3,7 @@
 // construction; signs on a mesh with a hole and on overlapping shells.
 
 #include "core/errors.h"
+#include "core/math_constants.h"
 #include "core/rng.h"
 #include "geometry/bvh_queries.h"
 #include "geometry/signed_distance.h"
@@ -28,7 +29,6 @@ using test::make_torus_mesh;
 using test::sphere_sdf;
 using test::torus_sdf;
 
-constexpr float kPi = 3.14159265358979f;
 // Float rounding of vertices, closest points and square roots at unit scale.
 constexpr float kRounding = 2e-6f;
 
@@ -94,7 +94,7 @@ TEST(GroundTruthSdf, BoxIsExact) {
 TEST(GroundTruthSdf, TorusWithinItsChordBound) {
     const float major = 0.3f, minor = 0.1f;
     const uint32_t n_major = 96, n_minor = 48;
-    const float s = minor * (1 - std::cos(kPi / n_minor)) + (major + minor) * (1 - std::cos(kPi / n_major));
+    const float s = minor * (1 - std::cos(kPiFloat / n_minor)) + (major + minor) * (1 - std::cos(kPiFloat / n_major));
     EXPECT_LT(s, 5e-4f);
     GroundTruthSdf sdf(make_torus_mesh(kCenter, major, minor, n_major, n_minor));
     int inside = 0;

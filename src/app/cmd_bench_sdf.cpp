@@ -6,6 +6,7 @@
 #include "app/cli_checks.h"
 
 #include "app/sdf_model_file.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "engine/sdf_backend_tools.h"
 #include "io/atomic_file.h"
@@ -37,7 +38,6 @@ struct BenchSdfOptions {
 };
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Matrix<float> random_points(uint32_t n, uint64_t seed) {
     Rng rng(seed);

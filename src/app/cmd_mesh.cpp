@@ -8,6 +8,7 @@
 #include "app/output_dir.h"
 #include "app/train_options.h"
 #include "app/sdf_model_file.h"
+#include "core/clock.h"
 #include "core/errors.h"
 #include "engine/nerf_model_file.h"
 #include "engine/sdf_backend_tools.h"
@@ -36,10 +37,6 @@ struct MeshOptions {
     std::string crop;  // nerf: X0,Y0,Z0,X1,Y1,Z1 in model space
     std::string backend;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Everything checkable without the model, so a bad option costs no loading.
 void validate_options(const MeshOptions& o) {

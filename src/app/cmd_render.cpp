@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "app/sdf_model_file.h"
 #include "engine/sdf_backend_tools.h"
+#include "io/path_extension.h"
 #include "modes/image_mode.h"
 #include "render/camera_io.h"
 #include "persist/model_file.h"
@@ -68,12 +69,6 @@ void check_render_size(long long width, long long height) {
                          std::to_string(height) + " pixels; each side must be at most " +
                          std::to_string(kMaxRenderSide));
     }
-}
-
-std::string lower_extension(const std::string& path) {
-    std::string ext = std::filesystem::path(path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return (char)std::tolower(c); });
-    return ext;
 }
 
 // SDF: sphere tracing from a camera (the GPU when there is one).

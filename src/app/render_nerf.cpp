@@ -8,6 +8,7 @@
 #include "io/atomic_file.h"
 #include "io/image.h"
 #include "io/metrics.h"
+#include "io/path_extension.h"
 #include "render/camera_io.h"
 #include "render/camera_path.h"
 
@@ -27,12 +28,6 @@ namespace fusedngp {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string lower_extension(const std::string& path) {
-    std::string ext = fs::path(path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return (char)std::tolower(c); });
-    return ext;
-}
 
 // The requested size: either given, the other from the default's aspect.
 void output_size(const NerfRenderRequest& r, const CameraIntrinsics& k, uint32_t& w, uint32_t& h) {

@@ -1,13 +1,12 @@
 #include "encodings/frequency.h"
 
+#include "core/math_constants.h"
 #include "encodings/encoding_checks.h"
 #include "encodings/per_dimension.h"
 
 #include <cmath>
 
 namespace fusedngp {
-
-constexpr double kPi = 3.14159265358979323846;
 
 template <typename T>
 FrequencyEncoding<T>::FrequencyEncoding(uint32_t n_dims, uint32_t n_frequencies)

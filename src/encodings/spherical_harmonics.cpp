@@ -1,5 +1,6 @@
 #include "encodings/spherical_harmonics.h"
 
+#include "core/math_constants.h"
 #include "encodings/dual.h"
 #include "encodings/encoding_checks.h"
 
@@ -8,8 +9,6 @@
 namespace fusedngp {
 
 namespace {
-
-constexpr double kPi = 3.14159265358979323846;
 
 double factorial(uint32_t n) {
     double r = 1;

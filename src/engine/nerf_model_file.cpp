@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "engine/nerf_training_factory.h"
+#include "persist/metadata_fields.h"
 #include "persist/nerf_snapshot.h"
 #include "persist/nerf_weights.h"
 
@@ -67,7 +68,7 @@ OpenedNerfModel open_nerf_model(const std::string& path, const std::string& back
 
 OpenedNerfModel nerf_model_from_contents(const SafetensorsContents& c, const std::string& path,
                                          const std::string& backend) {
-    auto fmt = c.metadata.find("fusedngp.format");
+    auto fmt = c.metadata.find(kFormatKey);
     if (fmt != c.metadata.end() && fmt->second == kNerfWeightsFormat) return from_weights(c, path, backend);
     return from_snapshot(c, path, backend);  // names the file's format when it is no NeRF snapshot either
 }

@@ -3,6 +3,7 @@
 #include "core/errors.h"
 #include "geometry/mesh_checks.h"
 #include "io/atomic_file.h"
+#include "io/path_extension.h"
 
 #include <algorithm>
 #include <array>
@@ -657,14 +658,6 @@ void check_loaded(const TriangleMesh& mesh) {
             }
         }
     }
-}
-
-std::string lower_extension(const std::string& path) {
-    const size_t dot = path.find_last_of('.'), slash = path.find_last_of('/');
-    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
-    std::string ext = path.substr(dot);
-    for (char& c : ext) c = (char)std::tolower((unsigned char)c);
-    return ext;
 }
 
 std::string unsupported(const std::string& ext) {

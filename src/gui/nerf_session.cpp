@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 // least kMinRenderMs. An urgent pass (the camera moved, or nothing is shown
 // yet) gets as long as a step takes, at least kUrgentRenderMs: the picture
 // follows the camera at half the training speed at worst.
-constexpr double kRenderShare = 0.5;
+constexpr double kNerfRenderShare = 0.5;
 constexpr double kMinRenderMs = 10;
 constexpr double kUrgentRenderMs = 150;
 // The PSNR evaluation takes at most this share of the training time (early
@@ -35,7 +35,7 @@ constexpr double kMaxPsnrShare = 0.2;
 constexpr double kIdleRenderMs = 50;  // paused: bands only
 constexpr int kFirstBandRows = 4;     // before the cost per pixel is known
 constexpr size_t kMaxLossHistory = 4000;
-constexpr auto kIdlePoll = std::chrono::milliseconds(20);
+constexpr auto kNerfIdlePoll = std::chrono::milliseconds(20);
 
 // Depth as grey, near bright, over the scene's depth range seen from the
 // camera (the unit cube's bounding sphere); rays that hit nothing show `bg`.
@@ -104,7 +104,7 @@ void NerfSession::worker_loop() {
         {
             std::unique_lock<std::mutex> lock(mutex_);
             // `running` flips without a notification (the UI's Space): poll for it.
-            if (!worker_wake_.wait_for(lock, kIdlePoll, [&] {
+            if (!worker_wake_.wait_for(lock, kNerfIdlePoll, [&] {
                     return stop_ || want_step() || pending_row_ >= 0 || !pending_jobs_.empty();
                 }))
                 continue;
@@ -116,7 +116,7 @@ void NerfSession::worker_loop() {
             if (urgent) render_bands(std::max(kUrgentRenderMs, last_step_ms_));
             if (want_step()) {
                 run_step();
-                render_bands(std::max(kMinRenderMs, kRenderShare * last_step_ms_));
+                render_bands(std::max(kMinRenderMs, kNerfRenderShare * last_step_ms_));
             } else {
                 render_bands(kIdleRenderMs);
             }

@@ -13,7 +13,7 @@
 namespace fusedngp {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+[[noreturn]] void fail_exr(const std::string& path, const std::string& problem) {
     throw InputError("cannot load image '" + path + "': " + problem);
 }
 
@@ -114,29 +114,29 @@ bool has_exr_magic(const std::vector<uint8_t>& bytes) {
 Image decode_exr(const std::vector<uint8_t>& bytes, const std::string& path) {
     EXRVersion version;
     if (ParseEXRVersionFromMemory(&version, bytes.data(), bytes.size()) != TINYEXR_SUCCESS) {
-        fail(path, "not a valid OpenEXR file (bad version header)");
+        fail_exr(path, "not a valid OpenEXR file (bad version header)");
     }
-    if (version.multipart) fail(path, "multi-part OpenEXR files are not supported");
-    if (version.non_image) fail(path, "deep OpenEXR images are not supported");
+    if (version.multipart) fail_exr(path, "multi-part OpenEXR files are not supported");
+    if (version.non_image) fail_exr(path, "deep OpenEXR images are not supported");
 
     EXRHeader header;
     InitEXRHeader(&header);
     HeaderGuard header_guard{&header};
     const char* err = nullptr;
     int code = ParseEXRHeaderFromMemory(&header, &version, bytes.data(), bytes.size(), &err);
-    if (code != TINYEXR_SUCCESS) fail(path, "corrupt OpenEXR header (" + take_error(err, code) + ")");
+    if (code != TINYEXR_SUCCESS) fail_exr(path, "corrupt OpenEXR header (" + take_error(err, code) + ")");
     if (header.tiled && header.tile_level_mode != TINYEXR_TILE_ONE_LEVEL) {
-        fail(path, "mip-/rip-mapped tiled OpenEXR files are not supported");
+        fail_exr(path, "mip-/rip-mapped tiled OpenEXR files are not supported");
     }
 
     const std::vector<int> picked = select_channels(header);
     if (picked.empty()) {
-        fail(path, "no usable channels (need R,G,B[,A] or Y[,A]); channels found: " + list_channels(header));
+        fail_exr(path, "no usable channels (need R,G,B[,A] or Y[,A]); channels found: " + list_channels(header));
     }
     for (int index : picked) {
         const EXRChannelInfo& info = header.channels[index];
         if (info.x_sampling != 1 || info.y_sampling != 1) {
-            fail(path, "subsampled channel '" + std::string(info.name) + "' is not supported");
+            fail_exr(path, "subsampled channel '" + std::string(info.name) + "' is not supported");
         }
     }
     for (int i = 0; i < header.num_channels; ++i) {
@@ -150,7 +150,7 @@ Image decode_exr(const std::vector<uint8_t>& bytes, const std::string& path) {
     // A failed load frees what it allocated but leaves the pointers set: the
     // guard only after success (FreeEXRImage would free them twice).
     code = LoadEXRImageFromMemory(&exr, &header, bytes.data(), bytes.size(), &err);
-    if (code != TINYEXR_SUCCESS) fail(path, "corrupt or truncated OpenEXR data (" + take_error(err, code) + ")");
+    if (code != TINYEXR_SUCCESS) fail_exr(path, "corrupt or truncated OpenEXR data (" + take_error(err, code) + ")");
     ImageGuard image_guard{&exr};
 
     Image out = make_image(exr.width, exr.height, (int)picked.size(), ColorSpace::Linear, path);

@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "geometry/mesh_io.h"
+#include "geometry/vec3_json.h"
 
 #include <cmath>
 
@@ -69,8 +70,6 @@ SdfSamplingSettings sdf_sampling_from_config(const json& config) {
 }
 
 namespace {
-
-json vec3_json(Vec3 v) { return json::array({v.x, v.y, v.z}); }
 
 Vec3 vec3_from(const json& j, const char* field, const std::string& source) {
     if (!j.is_array() || j.size() != 3 || !j[0].is_number() || !j[1].is_number() || !j[2].is_number()) {

@@ -3,6 +3,7 @@
 #include "nerf/nerf_dataset.h"
 
 #include "core/errors.h"
+#include "core/math_constants.h"
 #include "io/image.h"
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr double kOrthonormalTolerance = 1e-3;
-constexpr double kPi = 3.14159265358979323846;
 
 std::string format_number(double v) {
     char buffer[32];
@@ -280,7 +280,7 @@ DecodedImage decode_float_image(const std::string& path) {
     return out;
 }
 
-struct StbFree {
+struct StbPixelsFree {
     void operator()(stbi_uc* p) const { stbi_image_free(p); }
 };
 
@@ -288,7 +288,7 @@ DecodedImage decode_rgba8(const std::string& path) {
     if (is_float_image(path)) return decode_float_image(path);
     int w = 0, h = 0, channels = 0;
     // stb expands 1-3 channels to RGBA (alpha 255) and 16-bit PNG to 8 bits.
-    std::unique_ptr<stbi_uc, StbFree> pixels(stbi_load(path.c_str(), &w, &h, &channels, 4));
+    std::unique_ptr<stbi_uc, StbPixelsFree> pixels(stbi_load(path.c_str(), &w, &h, &channels, 4));
     if (!pixels) {
         const char* reason = stbi_failure_reason();
         throw InputError(path + ": cannot decode the image (" + (reason ? reason : "unknown reason") + ")");

@@ -1,6 +1,7 @@
 #include "nerf/synthetic_scene.h"
 
 #include "core/errors.h"
+#include "core/math_constants.h"
 #include "io/atomic_file.h"
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,6 @@
 namespace fusedngp {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 const Vec3 kSceneCenter{0.5f, 0.5f, 0.5f};
 
 // Nearest t > 0 where the ray meets the sphere, or -1.

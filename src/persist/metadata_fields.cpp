@@ -8,6 +8,12 @@
 
 namespace fusedngp {
 
+std::string shape_text(const std::vector<size_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
 std::string required_metadata(const SafetensorsMetadata& meta, const std::string& key, const std::string& source) {
     auto it = meta.find(key);
     if (it == meta.end()) throw InputError(source + ": metadata lacks \"" + key + "\"");

@@ -12,6 +12,12 @@
 
 namespace fusedngp {
 
+// The metadata key naming a file's kind and version ("snapshot-v1", ...).
+constexpr const char* kFormatKey = "fusedngp.format";
+
+// "[2, 3]": a tensor shape for error messages.
+std::string shape_text(const std::vector<size_t>& shape);
+
 // The value of `key`; InputError "<source>: metadata lacks "key"" without it.
 std::string required_metadata(const SafetensorsMetadata& meta, const std::string& key, const std::string& source);
 // The same as a decimal unsigned integer, or as JSON; InputError otherwise.

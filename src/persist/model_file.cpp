@@ -3,6 +3,7 @@
 #include "backends/cpu_backend.h"
 #include "backends/shape_only_data.h"
 #include "core/errors.h"
+#include "persist/metadata_fields.h"
 #include "persist/nerf_weights.h"
 #include "persist/snapshot.h"
 
@@ -42,7 +43,7 @@ TrainedModel open_trained_model(const SafetensorsContents& contents, const std::
     if (is_nerf_model_file(contents)) {
         throw InputError(path + ": a NeRF model (mode \"nerf\"); this command takes image and SDF models");
     }
-    auto fmt = contents.metadata.find("fusedngp.format");
+    auto fmt = contents.metadata.find(kFormatKey);
     if (fmt == contents.metadata.end()) {
         throw InputError(path + ": not a fusedngp snapshot or weight file (no \"fusedngp.format\" metadata)");
     }

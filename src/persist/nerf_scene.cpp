@@ -1,6 +1,7 @@
 #include "persist/nerf_scene.h"
 
 #include "core/errors.h"
+#include "geometry/vec3_json.h"
 #include "nerf/ray_marching_math.h"
 #include "render/camera_io.h"
 
@@ -33,8 +34,6 @@ Vec3 vec3_field(const json& j, const std::string& key, const std::string& source
     }
     return v;
 }
-
-json vec3_json(Vec3 v) { return json::array({v.x, v.y, v.z}); }
 
 } // namespace
 

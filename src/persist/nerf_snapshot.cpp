@@ -2,12 +2,11 @@
 
 #include "core/errors.h"
 #include "nerf/ray_marching_math.h"
+#include "persist/metadata_fields.h"
 
 namespace fusedngp {
 
 namespace {
-
-constexpr const char* kFormatKey = "fusedngp.format";
 
 const SafetensorsTensor& required_tensor(const SafetensorsContents& c, const std::string& name, size_t count,
                                          const std::string& source) {

@@ -2,19 +2,12 @@
 
 #include "core/errors.h"
 #include "nerf/ray_marching_math.h"
+#include "persist/metadata_fields.h"
 #include "persist/nerf_snapshot.h"
 
 namespace fusedngp {
 
 namespace {
-
-constexpr const char* kFormatKey = "fusedngp.format";
-
-std::string shape_text(const std::vector<size_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 void add_model_tensors(std::vector<SafetensorsTensor>& tensors, const std::string& prefix, const Model<float>& model,
                        const std::vector<float>& params, TensorDtype dtype) {

@@ -11,7 +11,6 @@ namespace fusedngp {
 
 namespace {
 
-constexpr const char* kFormatKey = "fusedngp.format";
 constexpr const char* kSnapshotFormat = "snapshot-v1";
 
 } // namespace

@@ -1,18 +1,13 @@
 #include "persist/weights.h"
 
 #include "core/errors.h"
+#include "persist/metadata_fields.h"
 
 namespace fusedngp {
 
 namespace {
-constexpr const char* kFormatKey = "fusedngp.format";
 constexpr const char* kWeightsFormat = "weights-v1";
 
-std::string shape_text(const std::vector<size_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 } // namespace
 
 void export_weights(const std::string& path, const ModelDescription& desc, const Model<float>& model,

@@ -1,14 +1,11 @@
 #include "render/camera.h"
 
+#include "core/math_constants.h"
+
 #include <cmath>
 
 namespace fusedngp {
 namespace {
-
-constexpr float kPi = 3.14159265358979f;
-
-float radians(float degrees) { return degrees * (kPi / 180.f); }
-float degrees(float radians_) { return radians_ * (180.f / kPi); }
 
 // The world axis least aligned with `forward`: a safe up hint when the
 // requested one is parallel to the viewing direction.
@@ -25,7 +22,7 @@ CameraIntrinsics intrinsics_from_fov(uint32_t width, uint32_t height, float fov_
     CameraIntrinsics k;
     k.width = width;
     k.height = height;
-    k.fy = 0.5f * (float)height / std::tan(0.5f * radians(fov_y));
+    k.fy = 0.5f * (float)height / std::tan(0.5f * radians_from_degrees(fov_y));
     k.fx = k.fy;
     k.cx = 0.5f * (float)width;
     k.cy = 0.5f * (float)height;
@@ -33,7 +30,7 @@ CameraIntrinsics intrinsics_from_fov(uint32_t width, uint32_t height, float fov_
 }
 
 float fov_y_degrees(const CameraIntrinsics& k) {
-    return degrees(2.f * std::atan(0.5f * (float)k.height / k.fy));
+    return degrees_from_radians(2.f * std::atan(0.5f * (float)k.height / k.fy));
 }
 
 CameraPose look_at(Vec3 position, Vec3 target, Vec3 world_up) {
@@ -52,7 +49,7 @@ CameraPose look_at(Vec3 position, Vec3 target, Vec3 world_up) {
 }
 
 CameraPose orbit_pose(float yaw_degrees, float pitch_degrees, float distance, Vec3 target) {
-    const float yaw = radians(yaw_degrees), pitch = radians(pitch_degrees);
+    const float yaw = radians_from_degrees(yaw_degrees), pitch = radians_from_degrees(pitch_degrees);
     // R_y(yaw) applied to (0, 0, 1), lifted by the pitch.
     const Vec3 outward{std::cos(pitch) * std::sin(yaw), std::sin(pitch), std::cos(pitch) * std::cos(yaw)};
     CameraPose pose;

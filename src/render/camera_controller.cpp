@@ -1,15 +1,13 @@
 #include "render/camera_controller.h"
 
+#include "core/math_constants.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace fusedngp {
 
 namespace {
-
-constexpr float kPi = 3.14159265358979f;
-float radians(float degrees) { return degrees * kPi / 180.f; }
-float degrees(float angle_radians) { return angle_radians * 180.f / kPi; }
 
 // Zoom stops short of the target (the frame would degenerate) and before the
 // scene shrinks to a dot.
@@ -33,7 +31,7 @@ void CameraController::orbit(float dx_pixels, float dy_pixels) {
 void CameraController::pan(float dx_pixels, float dy_pixels, float view_height_pixels) {
     // World units per pixel at the target's depth: the image plane there is
     // 2 d tan(fov/2) tall.
-    const float units = 2.f * distance_ * std::tan(radians(fov_) * 0.5f) / std::max(view_height_pixels, 1.f);
+    const float units = 2.f * distance_ * std::tan(radians_from_degrees(fov_) * 0.5f) / std::max(view_height_pixels, 1.f);
     const CameraPose p = pose();
     target_ = target_ - p.right * (dx_pixels * units) + p.up * (dy_pixels * units);
     changed();
@@ -75,8 +73,8 @@ void CameraController::look_from(const CameraPose& pose, float fov_y_degrees) {
     const Vec3 forward = normalize(pose.forward);
     const float distance = std::max(dot(scene_.center() - pose.position, forward), 1e-3f);
     const Vec3 outward = -forward;  // orbit_pose: position = target + outward * distance
-    const float pitch = degrees(std::asin(std::clamp(outward.y, -1.f, 1.f)));
-    const float yaw = degrees(std::atan2(outward.x, outward.z));
+    const float pitch = degrees_from_radians(std::asin(std::clamp(outward.y, -1.f, 1.f)));
+    const float yaw = degrees_from_radians(std::atan2(outward.x, outward.z));
     fov_ = std::clamp(fov_y_degrees, kMinFov, kMaxFov);
     yaw_ = yaw;
     pitch_ = std::clamp(pitch, -kMaxPitch, kMaxPitch);
@@ -95,7 +93,7 @@ void CameraController::reset() {
 void CameraController::fit(const Box3& box, float aspect) {
     const Box3 b = box.empty() ? scene_ : box;
     const float radius = std::max(0.5f * length(b.extent()), 1e-6f);
-    const float half_v = radians(fov_) * 0.5f;
+    const float half_v = radians_from_degrees(fov_) * 0.5f;
     const float half_h = std::atan(std::tan(half_v) * std::max(aspect, 1e-3f));
     target_ = b.center();
     distance_ = kFitMargin * radius / std::sin(std::min(half_v, half_h));
@@ -103,7 +101,7 @@ void CameraController::fit(const Box3& box, float aspect) {
 }
 
 CameraPose CameraController::pose() const {
-    const float yaw = radians(yaw_), pitch = radians(pitch_);
+    const float yaw = radians_from_degrees(yaw_), pitch = radians_from_degrees(pitch_);
     // Rotating +z by yaw about +y, then lifting it by pitch.
     const Vec3 offset{std::sin(yaw) * std::cos(pitch), std::sin(pitch), std::cos(yaw) * std::cos(pitch)};
     CameraPose p;
@@ -118,7 +116,7 @@ Camera CameraController::camera(uint32_t width, uint32_t height) const {
     Camera c;
     c.pose = pose();
     // The pinhole of intrinsics_from_fov (render/camera.h): fy from the vertical fov, square pixels.
-    const float f = 0.5f * (float)height / std::tan(radians(fov_) * 0.5f);
+    const float f = 0.5f * (float)height / std::tan(radians_from_degrees(fov_) * 0.5f);
     c.intrinsics = CameraIntrinsics{width, height, f, f, 0.5f * (float)width, 0.5f * (float)height};
     return c;
 }

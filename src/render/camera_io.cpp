@@ -1,5 +1,6 @@
 #include "render/camera_io.h"
 
+#include "geometry/vec3_json.h"
 #include "io/atomic_file.h"
 
 #include <cerrno>
@@ -153,8 +154,6 @@ CameraIntrinsics read_intrinsics(const json& obj, const std::string& path, uint3
     if (!(k.fy > 0)) bad_field(path, "fy", "must be > 0");
     return k;
 }
-
-json vec3_json(Vec3 v) { return json::array({v.x, v.y, v.z}); }
 
 } // namespace
 

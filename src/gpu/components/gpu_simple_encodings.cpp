@@ -1,5 +1,6 @@
 #include "gpu/components/gpu_simple_encodings.h"
 
+#include "core/math_constants.h"
 #include "encodings/frequency.h"
 #include "encodings/identity.h"
 #include "encodings/one_blob.h"
@@ -15,7 +16,6 @@ namespace fusedngp::gpu {
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 // IdentityEncoding keeps scale and offset private; both are recovered
