@@ -1,4 +1,4 @@
-# Sourced by scripts/gpu-check and scripts/gpu-study (bash): makes the build
+# Sourced by scripts/gpu-check and scripts/gpu-check study (bash): makes the build
 # dependencies available and sets CMAKE_EXTRA, an array of cmake arguments.
 # Installed Debian packages are used when present; otherwise, on a machine
 # without apt access (the lent H200), the .deb files in .devdeps/ (fetch them

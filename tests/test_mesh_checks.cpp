@@ -29,7 +29,7 @@ TriangleMesh split_box() {
     return split;
 }
 
-bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+bool mentions(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
 } // namespace
 
@@ -53,8 +53,8 @@ TEST(MeshChecks, RemovedTriangleLeavesThreeBoundaryEdges) {
     EXPECT_EQ(report.boundary_edges, 3u);
     EXPECT_EQ(report.non_manifold_edges, 0u);
     EXPECT_FALSE(report.watertight());
-    EXPECT_TRUE(contains(report.describe(), "11 triangles, 8 vertices")) << report.describe();
-    EXPECT_TRUE(contains(report.describe(), ", 3 boundary edges, 0 non-manifold edges")) << report.describe();
+    EXPECT_TRUE(mentions(report.describe(), "11 triangles, 8 vertices")) << report.describe();
+    EXPECT_TRUE(mentions(report.describe(), ", 3 boundary edges, 0 non-manifold edges")) << report.describe();
 }
 
 TEST(MeshChecks, FinMakesANonManifoldEdge) {
@@ -100,7 +100,7 @@ TEST(MeshChecks, DegenerateTrianglesAreCountedAndRemoved) {
     box.triangles.push_back({7, 9, 3});                           // two corners at one position
     const MeshReport report = analyse_mesh(box);
     EXPECT_EQ(report.degenerate_triangles, 3u);
-    EXPECT_TRUE(contains(report.describe(), ", 3 degenerate triangles")) << report.describe();
+    EXPECT_TRUE(mentions(report.describe(), ", 3 degenerate triangles")) << report.describe();
 
     EXPECT_EQ(remove_degenerate_triangles(box), 3u);
     EXPECT_EQ(box.triangles, unit_box().triangles);  // the rest, in order
@@ -175,6 +175,6 @@ TEST(MeshChecks, FitUnitCubeRejectsEmptyAndPointBoxes) {
         fit_unit_cube(point);
         ADD_FAILURE() << "expected InputError";
     } catch (const InputError& e) {
-        EXPECT_TRUE(contains(e.what(), "no size")) << e.what();
+        EXPECT_TRUE(mentions(e.what(), "no size")) << e.what();
     }
 }

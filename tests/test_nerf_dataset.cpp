@@ -16,7 +16,6 @@
 using namespace fusedngp;
 using fusedngp::test::ScratchDir;
 using fusedngp::test::write_text;
-using json = nlohmann::json;
 
 namespace {
 

@@ -26,19 +26,19 @@ using fusedngp::test::write_text_file;
 namespace {
 
 const std::string kCow = std::string(FUSEDNGP_SOURCE_DIR) + "/data/cow.obj";
-const std::string kSmallConfig = std::string(FUSEDNGP_SOURCE_DIR) + "/configs/examples/sdf_small_cpu.json";
+const std::string kSdfSmallConfig = std::string(FUSEDNGP_SOURCE_DIR) + "/configs/examples/sdf_small_cpu.json";
 
 // One trained snapshot shared by the tests that only read it. ctest runs
 // each test in its own process, so the run is shared through a folder named
 // after the binary's build time, made once under a lock (parallel tests wait).
-const fs::path& trained_dir() {
+const fs::path& sdf_trained_dir() {
     static const fs::path dir = [] {
         const auto built = fs::last_write_time(FUSEDNGP_BINARY).time_since_epoch().count();
         const fs::path d = fs::temp_directory_path() / ("fusedngp_test_sdf_cow_" + std::to_string(built));
         const int lock = ::open((d.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
         ::flock(lock, LOCK_EX);
         if (!fs::exists(d / "summary.json")) {
-            auto r = run_cli("train --data " + kCow + " --backend cpu --config " + kSmallConfig +
+            auto r = run_cli("train --data " + kCow + " --backend cpu --config " + kSdfSmallConfig +
                              " --steps 400 --batch 4096 --eval-every 0 --out " + d.string());
             EXPECT_EQ(r.exit_code, 0) << r.err;
         }
@@ -49,12 +49,12 @@ const fs::path& trained_dir() {
     return dir;
 }
 
-nlohmann::json summary() { return nlohmann::json::parse(read_text((trained_dir() / "summary.json").string())); }
+nlohmann::json summary() { return nlohmann::json::parse(read_text((sdf_trained_dir() / "summary.json").string())); }
 
 } // namespace
 
 TEST(SdfCli, TrainWritesSnapshotRenderAndSummaryWithIou) {
-    const fs::path& d = trained_dir();
+    const fs::path& d = sdf_trained_dir();
     EXPECT_TRUE(fs::exists(d / "snapshot.fusedngp"));
     EXPECT_TRUE(fs::exists(d / "render.png"));
     nlohmann::json s = summary();
@@ -74,7 +74,7 @@ TEST(SdfCli, TrainWritesSnapshotRenderAndSummaryWithIou) {
 
 TEST(SdfCli, MeshComesBackInTheInputsCoordinatesAndLoads) {
     fs::path out = make_temp_dir("sdf_mesh") / "cow.ply";
-    auto r = run_cli("mesh " + (trained_dir() / "snapshot.fusedngp").string() + " --backend cpu --resolution 64 --out " +
+    auto r = run_cli("mesh " + (sdf_trained_dir() / "snapshot.fusedngp").string() + " --backend cpu --resolution 64 --out " +
                      out.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     fusedngp::TriangleMesh mesh = fusedngp::load_mesh(out.string());
@@ -89,7 +89,7 @@ TEST(SdfCli, MeshComesBackInTheInputsCoordinatesAndLoads) {
     }
     EXPECT_TRUE(fusedngp::analyse_mesh(mesh).watertight());
     fs::path obj = out.parent_path() / "cow.obj";
-    r = run_cli("mesh " + (trained_dir() / "snapshot.fusedngp").string() + " --backend cpu --resolution 32 --out " +
+    r = run_cli("mesh " + (sdf_trained_dir() / "snapshot.fusedngp").string() + " --backend cpu --resolution 32 --out " +
                 obj.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_GT(fusedngp::load_mesh(obj.string()).triangles.size(), 100u);
@@ -97,7 +97,7 @@ TEST(SdfCli, MeshComesBackInTheInputsCoordinatesAndLoads) {
 
 TEST(SdfCli, RenderEveryModeFromSnapshotAndExportedWeights) {
     fs::path dir = make_temp_dir("sdf_render");
-    const std::string snap = (trained_dir() / "snapshot.fusedngp").string();
+    const std::string snap = (sdf_trained_dir() / "snapshot.fusedngp").string();
     for (const char* mode : {"shade", "normals", "depth", "ao", "cost"}) {
         fs::path png = dir / (std::string(mode) + ".png");
         auto r = run_cli("render " + snap + " --backend cpu --width 64 --height 48 --render-mode " + mode + " --out " +
@@ -124,7 +124,7 @@ TEST(SdfCli, ModeIsInferredFromEveryMeshExtension) {
     for (const char* ext : {".ply", ".obj"}) {
         fs::path mesh = dir / (std::string("cow") + ext);
         fusedngp::save_mesh(mesh.string(), cow);
-        auto r = run_cli("train --data " + mesh.string() + " --backend cpu --config " + kSmallConfig +
+        auto r = run_cli("train --data " + mesh.string() + " --backend cpu --config " + kSdfSmallConfig +
                          " --steps 2 --batch 256 --eval-every 0 --out " + (dir / ext).string());
         ASSERT_EQ(r.exit_code, 0) << ext << ": " << r.err;
         EXPECT_EQ(nlohmann::json::parse(read_text((dir / ext / "summary.json").string()))["mode"], "sdf");
@@ -137,7 +137,7 @@ TEST(SdfCli, MeshWithAHoleTrainsWithOneWarning) {
     cow.triangles.resize(cow.triangles.size() - 3);
     fs::path mesh = dir / "holey.obj";
     fusedngp::save_mesh(mesh.string(), cow);
-    auto r = run_cli("train --data " + mesh.string() + " --backend cpu --config " + kSmallConfig +
+    auto r = run_cli("train --data " + mesh.string() + " --backend cpu --config " + kSdfSmallConfig +
                      " --steps 2 --batch 256 --eval-every 0 --out " + (dir / "out").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("not watertight"), std::string::npos) << r.err;
@@ -169,7 +169,7 @@ TEST(SdfCli, BadMeshesAreOneLineErrorsWithNoOutput) {
 }
 
 TEST(SdfCli, BadMeshAndRenderOptionsAreUsageErrors) {
-    const std::string snap = (trained_dir() / "snapshot.fusedngp").string();
+    const std::string snap = (sdf_trained_dir() / "snapshot.fusedngp").string();
     fs::path dir = make_temp_dir("sdf_bad_opts");
     for (const char* res : {"0", "1", "1025", "-4"}) {
         auto r = run_cli("mesh " + snap + " --resolution " + std::string(res) + " --out " + (dir / "m.ply").string());
@@ -202,7 +202,7 @@ TEST(SdfCli, BadMeshAndRenderOptionsAreUsageErrors) {
 
 TEST(SdfCli, ResumeContinuesTheSameRun) {
     fs::path dir = make_temp_dir("sdf_resume");
-    const std::string base = "train --data " + kCow + " --backend cpu --config " + kSmallConfig + " --batch 512 --eval-every 0 ";
+    const std::string base = "train --data " + kCow + " --backend cpu --config " + kSdfSmallConfig + " --batch 512 --eval-every 0 ";
     auto r = run_cli(base + "--steps 20 --out " + (dir / "full").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     r = run_cli(base + "--steps 10 --out " + (dir / "half").string());
@@ -222,7 +222,7 @@ TEST(SdfCli, SignalsStopTrainingWithEverythingSaved) {
     for (const std::vector<int>& signals : {std::vector<int>{SIGINT, SIGINT, SIGINT}, std::vector<int>{SIGTERM, SIGINT}}) {
         const fs::path out = make_temp_dir("sdf_cli_signals") / "out";
         std::string log;
-        const int code = run_cli_interrupted("train --data " + kCow + " --backend cpu --config " + kSmallConfig +
+        const int code = run_cli_interrupted("train --data " + kCow + " --backend cpu --config " + kSdfSmallConfig +
                                                  " --seconds 120 --batch 1024 --log-every 1 --eval-every 0 --out " +
                                                  out.string(),
                                              signals, log);

@@ -19,7 +19,7 @@ using namespace fusedngp;
 
 namespace {
 
-const Vec3 kCenter{0.5f, 0.5f, 0.5f};
+const Vec3 kMetricsCenter{0.5f, 0.5f, 0.5f};
 
 
 // Every triangle for every point; the normal is the closest triangle's.
@@ -53,7 +53,7 @@ TriangleMesh scaled(TriangleMesh mesh, Vec3 center, float s) {
 
 TEST(SdfIou, ConcentricSpheresGiveTheVolumeRatio) {
     const uint64_t n = 1u << 20;
-    const IouResult r = sdf_iou(test::sphere_field(kCenter, 0.2f), test::sphere_field(kCenter, 0.3f), n, 1);
+    const IouResult r = sdf_iou(test::sphere_field(kMetricsCenter, 0.2f), test::sphere_field(kMetricsCenter, 0.3f), n, 1);
     EXPECT_EQ(r.n_points, n);
     // (r1 / r2)^3; the standard error on ~113k points inside either is 0.0014.
     EXPECT_NEAR(r.iou, std::pow(0.2 / 0.3, 3), 0.006);
@@ -62,7 +62,7 @@ TEST(SdfIou, ConcentricSpheresGiveTheVolumeRatio) {
 }
 
 TEST(SdfIou, FieldWithItselfDisjointAndEmpty) {
-    const SdfBatchFn sphere = test::sphere_field(kCenter, 0.25f);
+    const SdfBatchFn sphere = test::sphere_field(kMetricsCenter, 0.25f);
     const IouResult self = sdf_iou(sphere, sphere, 100000, 2);
     EXPECT_EQ(self.iou, 1.0);
     EXPECT_EQ(self.inside_both, self.inside_either);
@@ -85,13 +85,13 @@ TEST(SdfIou, ChunkedSeededAndBoundedCalls) {
     const uint64_t n = 2 * kSdfMetricChunk + 777;
     int64_t largest_call = 0;
     uint64_t points_seen = 0;
-    const SdfBatchFn inner = test::sphere_field(kCenter, 0.2f);
+    const SdfBatchFn inner = test::sphere_field(kMetricsCenter, 0.2f);
     SdfBatchFn counted = [&](const Matrix<float>& p, Matrix<float>& v) {
         largest_call = std::max<int64_t>(largest_call, p.rows());
         points_seen += p.rows();
         inner(p, v);
     };
-    const SdfBatchFn outer = test::sphere_field(kCenter, 0.3f);
+    const SdfBatchFn outer = test::sphere_field(kMetricsCenter, 0.3f);
     const IouResult a = sdf_iou(counted, outer, n, 9);
     EXPECT_EQ(largest_call, (int64_t)kSdfMetricChunk);
     EXPECT_EQ(points_seen, n);
@@ -106,13 +106,13 @@ TEST(SdfIou, ChunkedSeededAndBoundedCalls) {
 
 TEST(SdfBandError, ZeroForItselfAndTheShiftForAGrownSphere) {
     const float radius = 0.3f, grow = 0.004f;
-    const SurfaceSampler surface(test::make_sphere_mesh(kCenter, radius, 16, 32));
-    const SdfBatchFn truth = test::sphere_field(kCenter, radius);
+    const SurfaceSampler surface(test::make_sphere_mesh(kMetricsCenter, radius, 16, 32));
+    const SdfBatchFn truth = test::sphere_field(kMetricsCenter, radius);
     const BandErrorResult self = sdf_band_error(surface, truth, truth, 50000, 3);
     EXPECT_EQ(self.mean_abs_error, 0.0);
     EXPECT_EQ(self.n_points, 50000u);
     // |(|p - c| - r - e) - (|p - c| - r)| = e at every point, up to float rounding.
-    const BandErrorResult grown = sdf_band_error(surface, test::sphere_field(kCenter, radius + grow), truth, 50000, 3);
+    const BandErrorResult grown = sdf_band_error(surface, test::sphere_field(kMetricsCenter, radius + grow), truth, 50000, 3);
     EXPECT_NEAR(grown.mean_abs_error, grow, 1e-6);
     EXPECT_THROW(sdf_band_error(SurfaceSampler{}, truth, truth, 10, 3), InputError);
 }
@@ -120,13 +120,13 @@ TEST(SdfBandError, ZeroForItselfAndTheShiftForAGrownSphere) {
 TEST(SdfBandError, PointsLieInTheBand) {
     // A field that records its points' distance to the sphere: rms = band.
     const float radius = 0.3f;
-    const SurfaceSampler surface(test::make_sphere_mesh(kCenter, radius, 48, 96));
+    const SurfaceSampler surface(test::make_sphere_mesh(kMetricsCenter, radius, 48, 96));
     double sum_sq = 0;
     uint64_t n_seen = 0;
     SdfBatchFn recorder = [&](const Matrix<float>& p, Matrix<float>& v) {
         v.setZero(p.rows(), 1);
         for (int64_t i = 0; i < p.rows(); ++i) {
-            const double d = test::sphere_sdf({p(i, 0), p(i, 1), p(i, 2)}, kCenter, radius);
+            const double d = test::sphere_sdf({p(i, 0), p(i, 1), p(i, 2)}, kMetricsCenter, radius);
             sum_sq += d * d;
         }
         n_seen += p.rows();
@@ -141,7 +141,7 @@ TEST(SdfBandError, PointsLieInTheBand) {
 // ---- Chamfer and normal consistency ----------------------------------------------
 
 TEST(ChamferDistance, MeshWithItselfIsZeroAndConsistent) {
-    const TriangleMesh sphere = test::make_sphere_mesh(kCenter, 0.3f, 8, 16);
+    const TriangleMesh sphere = test::make_sphere_mesh(kMetricsCenter, 0.3f, 8, 16);
     const ChamferResult r = chamfer_distance(sphere, brute_force_closest(sphere), sphere, brute_force_closest(sphere), 2000, 5);
     EXPECT_EQ(r.n_samples, 2000u);
     EXPECT_LT(r.chamfer, 1e-6);

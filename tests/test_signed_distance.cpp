@@ -32,7 +32,7 @@ using test::torus_sdf;
 // Float rounding of vertices, closest points and square roots at unit scale.
 constexpr float kRounding = 2e-6f;
 
-const Vec3 kCenter{0.5f, 0.5f, 0.5f};
+const Vec3 kDistanceCenter{0.5f, 0.5f, 0.5f};
 
 std::vector<Vec3> random_points(uint32_t n, uint64_t seed, float lo = -0.1f, float hi = 1.1f) {
     Rng rng(seed);
@@ -58,17 +58,17 @@ float sphere_mesh_gap(const TriangleMesh& mesh, Vec3 center, float radius) {
 
 TEST(GroundTruthSdf, SphereWithinItsInscribedGap) {
     const float radius = 0.35f;
-    const TriangleMesh mesh = make_sphere_mesh(kCenter, radius);
-    const float gap = sphere_mesh_gap(mesh, kCenter, radius);
+    const TriangleMesh mesh = make_sphere_mesh(kDistanceCenter, radius);
+    const float gap = sphere_mesh_gap(mesh, kDistanceCenter, radius);
     EXPECT_GT(gap, 1e-4f);
     EXPECT_LT(gap, 5e-4f);  // ~ r (1 - cos 2.65 deg): half a quad's diagonal
     GroundTruthSdf sdf(mesh);
     int inside = 0;
     for (Vec3 p : random_points(3000, 1)) {
-        float excess = sdf.signed_distance(p) - sphere_sdf(p, kCenter, radius);
+        float excess = sdf.signed_distance(p) - sphere_sdf(p, kDistanceCenter, radius);
         ASSERT_GE(excess, -kRounding) << p.x << " " << p.y << " " << p.z;
         ASSERT_LE(excess, gap + kRounding) << p.x << " " << p.y << " " << p.z;
-        inside += sphere_sdf(p, kCenter, radius) < 0;
+        inside += sphere_sdf(p, kDistanceCenter, radius) < 0;
     }
     EXPECT_GT(inside, 100);
 }
@@ -96,16 +96,16 @@ TEST(GroundTruthSdf, TorusWithinItsChordBound) {
     const uint32_t n_major = 96, n_minor = 48;
     const float s = minor * (1 - std::cos(kPiFloat / n_minor)) + (major + minor) * (1 - std::cos(kPiFloat / n_major));
     EXPECT_LT(s, 5e-4f);
-    GroundTruthSdf sdf(make_torus_mesh(kCenter, major, minor, n_major, n_minor));
+    GroundTruthSdf sdf(make_torus_mesh(kDistanceCenter, major, minor, n_major, n_minor));
     int inside = 0;
     for (Vec3 p : random_points(3000, 3)) {
-        float exact = torus_sdf(p, kCenter, major, minor);
+        float exact = torus_sdf(p, kDistanceCenter, major, minor);
         ASSERT_NEAR(sdf.signed_distance(p), exact, s + kRounding) << p.x << " " << p.y << " " << p.z;
         inside += exact < 0;
     }
     EXPECT_GT(inside, 30);
     // Points in the hole and on the axis are outside.
-    EXPECT_GT(sdf.signed_distance(kCenter), 0.19f);
+    EXPECT_GT(sdf.signed_distance(kDistanceCenter), 0.19f);
     EXPECT_GT(sdf.signed_distance({0.5f, 0.8f, 0.5f}), 0.f);
 }
 
@@ -116,14 +116,14 @@ TEST(GroundTruthSdf, TorusWithinItsChordBound) {
 // vote is right.
 TEST(GroundTruthSdf, SphereWithAHoleSignsPointsAwayFromIt) {
     const float radius = 0.35f;
-    TriangleMesh mesh = make_sphere_mesh(kCenter, radius);
+    TriangleMesh mesh = make_sphere_mesh(kDistanceCenter, radius);
     mesh.triangles.erase(mesh.triangles.begin(), mesh.triangles.begin() + 3 * 96);  // the pole fan, then ring 1's band
-    const Vec3 hole = kCenter + Vec3{0, radius, 0};
+    const Vec3 hole = kDistanceCenter + Vec3{0, radius, 0};
     GroundTruthSdf sdf(mesh);
     const BvhView view = host_view(sdf.bvh());
     int wrong_rays = 0, checked = 0;
     for (Vec3 p : random_points(4000, 4)) {
-        const float exact = sphere_sdf(p, kCenter, radius);
+        const float exact = sphere_sdf(p, kDistanceCenter, radius);
         if (std::fabs(exact) < 1e-3f) continue;  // the mesh's own gap is ~4e-4
         for (uint32_t r = 0; r < kDefaultSignRays; ++r) wrong_rays += (bvh_ray_winding(view, p, sign_ray_direction(r)) != 0) != (exact < 0);
         if (length(p - hole) < 0.2f) continue;
@@ -167,7 +167,7 @@ TEST(GroundTruthSdf, FieldMatchesPointQueriesAndOutlivesTheObject) {
     std::vector<float> expected;
     SdfBatchFn field;
     {
-        GroundTruthSdf sdf(make_torus_mesh(kCenter, 0.3f, 0.1f, 48, 24), 5);
+        GroundTruthSdf sdf(make_torus_mesh(kDistanceCenter, 0.3f, 0.1f, 48, 24), 5);
         EXPECT_EQ(sdf.sign_rays(), 5u);
         for (Vec3 p : points) expected.push_back(sdf.signed_distance(p));
         field = sdf.field();
@@ -191,7 +191,7 @@ TEST(GroundTruthSdf, FieldMatchesPointQueriesAndOutlivesTheObject) {
 
 TEST(GroundTruthSdf, ClosestGivesDistanceAndTheTriangleNormal) {
     const float major = 0.3f, minor = 0.1f;
-    GroundTruthSdf sdf(make_torus_mesh(kCenter, major, minor));
+    GroundTruthSdf sdf(make_torus_mesh(kDistanceCenter, major, minor));
     const std::vector<Vec3> points = random_points(2000, 7);
     std::vector<float> distances;
     std::vector<Vec3> normals;
@@ -204,10 +204,10 @@ TEST(GroundTruthSdf, ClosestGivesDistanceAndTheTriangleNormal) {
         EXPECT_NEAR(length(normals[i]), 1.f, 1e-5f);
         // The exact torus's outward normal at the nearest point; mesh faces
         // are at most half a face (~2 degrees) off it.
-        Vec3 d = p - kCenter;
+        Vec3 d = p - kDistanceCenter;
         Vec3 ring = normalize(Vec3{d.x, 0, d.z}) * major;
         Vec3 outward = normalize(d - ring);
-        if (std::fabs(torus_sdf(p, kCenter, major, minor)) > 0.01f) { EXPECT_GT(dot(normals[i], outward), 0.99f) << i; }
+        if (std::fabs(torus_sdf(p, kDistanceCenter, major, minor)) > 0.01f) { EXPECT_GT(dot(normals[i], outward), 0.99f) << i; }
     }
 }
 
@@ -235,9 +235,9 @@ void expect_pseudo_normal_sign_is_exact(const TriangleMesh& mesh, float (*exact)
 }
 
 TEST(GroundTruthSdf, PseudoNormalSignIsExactOnASphereATorusAndABox) {
-    expect_pseudo_normal_sign_is_exact(make_sphere_mesh(kCenter, 0.35f), [](Vec3 p) { return sphere_sdf(p, kCenter, 0.35f); },
+    expect_pseudo_normal_sign_is_exact(make_sphere_mesh(kDistanceCenter, 0.35f), [](Vec3 p) { return sphere_sdf(p, kDistanceCenter, 0.35f); },
                                        1e-3f, 11);
-    expect_pseudo_normal_sign_is_exact(make_torus_mesh(kCenter, 0.3f, 0.1f), [](Vec3 p) { return torus_sdf(p, kCenter, 0.3f, 0.1f); },
+    expect_pseudo_normal_sign_is_exact(make_torus_mesh(kDistanceCenter, 0.3f, 0.1f), [](Vec3 p) { return torus_sdf(p, kDistanceCenter, 0.3f, 0.1f); },
                                        1e-3f, 12);
     expect_pseudo_normal_sign_is_exact(make_box_mesh({0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}),
                                        [](Vec3 p) { return box_sdf(p, {0.2f, 0.25f, 0.3f}, {0.8f, 0.7f, 0.65f}); }, kRounding, 13);
@@ -272,12 +272,12 @@ TEST(GroundTruthSdf, PseudoNormalSignIsRightAroundCornersAndEdges) {
 }
 
 TEST(GroundTruthSdf, PseudoNormalsOfAnInsideOutMeshAreFlipped) {
-    TriangleMesh mesh = make_torus_mesh(kCenter, 0.3f, 0.1f, 48, 24);
+    TriangleMesh mesh = make_torus_mesh(kDistanceCenter, 0.3f, 0.1f, 48, 24);
     for (auto& t : mesh.triangles) std::swap(t[1], t[2]);
     GroundTruthSdf sdf(mesh);
     ASSERT_TRUE(sdf.has_pseudo_normals());
     for (Vec3 p : random_points(2000, 15)) {
-        const float exact = torus_sdf(p, kCenter, 0.3f, 0.1f);
+        const float exact = torus_sdf(p, kDistanceCenter, 0.3f, 0.1f);
         if (std::fabs(exact) < 2e-3f) continue;
         ASSERT_EQ(signed_distance(host_view(sdf.bvh()), p, kDefaultSignRays, SignMethod::PseudoNormal) < 0, exact < 0);
     }
@@ -286,7 +286,7 @@ TEST(GroundTruthSdf, PseudoNormalsOfAnInsideOutMeshAreFlipped) {
 // Open or inconsistently oriented meshes have no pseudo-normals, and the
 // pseudo-normal sign then falls back to the vote.
 TEST(GroundTruthSdf, OpenOrMisorientedMeshesHaveNoPseudoNormals) {
-    TriangleMesh holed = make_sphere_mesh(kCenter, 0.35f);
+    TriangleMesh holed = make_sphere_mesh(kDistanceCenter, 0.35f);
     holed.triangles.erase(holed.triangles.begin(), holed.triangles.begin() + 96);
     GroundTruthSdf open(holed);
     EXPECT_FALSE(open.has_pseudo_normals());

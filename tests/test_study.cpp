@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kPython = "/usr/bin/python3";
-const std::string kExpectedHeader =
+const char* kStudyPython = "/usr/bin/python3";
+const std::string kStudyCsvHeader =
     "kernel,variant,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,registers,"
     "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit";
 // The schema of the first H200 slice (before variant and the resource columns).
@@ -64,15 +64,15 @@ class StudyTooling : public ::testing::Test {
 protected:
     void SetUp() override {
         dir = make_temp_dir("study");
-        ASSERT_EQ(run_shell(std::string(kPython) + " -c 'import numpy, matplotlib'", dir / "probe.log"), 0)
-            << kPython << " cannot import numpy and matplotlib, declared dependencies of bench/study.py "
+        ASSERT_EQ(run_shell(std::string(kStudyPython) + " -c 'import numpy, matplotlib'", dir / "probe.log"), 0)
+            << kStudyPython << " cannot import numpy and matplotlib, declared dependencies of bench/study.py "
             << "(Debian: python3-numpy python3-matplotlib, see scripts/install-deps): " << read_text((dir / "probe.log").string());
     }
     void TearDown() override { fs::remove_all(dir); }
 
     // Two widths x two batches x depth 1 x cpu x two passes = 8 rows.
     int run_reduced_sweep(const std::string& log_name) {
-        return run_shell(std::string(kPython) + " " + study_script() + " run --out " + (dir / "out").string() +
+        return run_shell(std::string(kStudyPython) + " " + study_script() + " run --out " + (dir / "out").string() +
                              " --fusedngp " + FUSEDNGP_BINARY +
                              " --widths 16,32 --depths 1 --batches 2^6,256 --kernels cpu --warmup 1 --iters 3 --quiet",
                          dir / log_name);
@@ -87,8 +87,8 @@ TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDup
     const fs::path csv = dir / "out" / "study.csv";
     std::vector<std::string> lines = lines_of(read_text(csv.string()));
     ASSERT_EQ(lines.size(), 1u + 8u) << read_text(csv.string());
-    EXPECT_EQ(lines[0], kExpectedHeader);
-    const auto header = split_commas(kExpectedHeader);
+    EXPECT_EQ(lines[0], kStudyCsvHeader);
+    const auto header = split_commas(kStudyCsvHeader);
     for (size_t i = 1; i < lines.size(); ++i) {
         const auto f = split_commas(lines[i]);
         ASSERT_EQ(f.size(), header.size()) << lines[i];
@@ -120,7 +120,7 @@ TEST_F(StudyTooling, ResumesACsvWithTheOlderColumns) {
     ASSERT_EQ(run_reduced_sweep("run.log"), 0) << read_text((dir / "run.log").string());
     const std::vector<std::string> lines = lines_of(read_text(csv.string()));
     ASSERT_EQ(lines.size(), 1u + 1u + 8u) << read_text(csv.string());
-    EXPECT_EQ(lines[0], kExpectedHeader);
+    EXPECT_EQ(lines[0], kStudyCsvHeader);
     EXPECT_EQ(lines[1].rfind("cublas,,train,64,2,", 0), 0u) << lines[1];
     EXPECT_NE(lines[1].find(",0.05,"), std::string::npos) << lines[1];
 }
@@ -130,7 +130,7 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     // The CPU sweep has no fused rows; add fake fused rows (times halved)
     // so the speedup heatmaps have cells. Only the plotting is under test here.
     const fs::path csv = dir / "out" / "study.csv";
-    const std::string add_fused = std::string(kPython) + " -c \"import csv,sys; p=sys.argv[1]; " +
+    const std::string add_fused = std::string(kStudyPython) + " -c \"import csv,sys; p=sys.argv[1]; " +
                                   "rows=list(csv.DictReader(open(p))); w=csv.DictWriter(open(p,'a'),rows[0].keys()); " +
                                   "[w.writerow({**r,'kernel':'fused','ms':float(r['ms'])/2,'registers':96,"
                                   "'smem_per_block':57344,'blocks_per_sm':2,'occupancy':0.25,'waves':1.5,"
@@ -155,7 +155,7 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     EXPECT_EQ(summary.at("small_batch_latency_us").size(), 8u);
 
     // The markdown tables of the study document.
-    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " report --csv " + csv.string(), dir / "report.md"), 0)
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + study_script() + " report --csv " + csv.string(), dir / "report.md"), 0)
         << read_text((dir / "report.md").string());
     const std::string report = read_text((dir / "report.md").string());
     for (const char* heading : {"## Largest width at which fused wins", "## Fused speedup, train",
@@ -164,7 +164,7 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
     EXPECT_NE(report.find("| train | 1 | 32 |"), std::string::npos) << report;  // fused wins up to W = 32
 
     const fs::path plots = dir / "plots";
-    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
                             plots.string() + " --peak-tflops 1 --peak-gbps 50",
                         dir / "plot.log"),
               0)
@@ -182,7 +182,7 @@ TEST_F(StudyTooling, PlotWritesValidPngsFromTheCsv) {
 // The restricted variants become `bench mlp` calls of the fused kernel with
 // the caps and the variant name (checked without a GPU through --dry-run).
 TEST_F(StudyTooling, DryRunListsTheRestrictedFusedRuns) {
-    ASSERT_EQ(run_shell(std::string(kPython) + " " + study_script() + " run --out " + (dir / "out").string() +
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + study_script() + " run --out " + (dir / "out").string() +
                             " --fusedngp " + FUSEDNGP_BINARY +
                             " --widths 64,512 --depths 2 --batches 2^16 --kernels fused,cublas --torch-python /bin/false"
                             " --variants rtx3090_smem,one_block_per_sm --dry-run",
@@ -200,8 +200,8 @@ TEST_F(StudyTooling, DryRunListsTheRestrictedFusedRuns) {
 
 TEST_F(StudyTooling, PlotOfACsvWithoutMeasurementsFailsClearly) {
     const fs::path csv = dir / "empty.csv";
-    write_text_file(csv, kExpectedHeader + "\n");
-    EXPECT_NE(run_shell(std::string(kPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
+    write_text_file(csv, kStudyCsvHeader + "\n");
+    EXPECT_NE(run_shell(std::string(kStudyPython) + " " + study_script() + " plot --csv " + csv.string() + " --out " +
                             (dir / "plots").string(),
                         dir / "plot.log"),
               0);

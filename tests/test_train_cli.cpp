@@ -23,7 +23,7 @@ namespace {
 const std::string kImage = std::string(FUSEDNGP_SOURCE_DIR) + "/data/astronaut.png";
 
 // A small, fast training config for CLI tests.
-const char* kSmallConfig = R"({
+const char* kTrainSmallConfig = R"({
   "loss": {"otype": "L2"},
   "optimizer": {"otype": "Adam", "learning_rate": 1e-2},
   "encoding": {"otype": "HashGrid", "n_levels": 4, "n_features_per_level": 2, "log2_hashmap_size": 12,
@@ -57,7 +57,7 @@ protected:
     void SetUp() override {
         dir = make_temp_dir("train");
         config = dir / "small.json";
-        write_text_file(config, kSmallConfig);
+        write_text_file(config, kTrainSmallConfig);
     }
     void TearDown() override { fs::remove_all(dir); }
 
@@ -343,7 +343,7 @@ TEST_F(TrainCli, ConfigErrorLeavesNoOutputFolder) {
 // exit 3, stop_reason "diverged", no PSNR (it once reported NaN as 1e9 dB).
 TEST_F(TrainCli, DivergedRunSaysSoAndReportsNoPsnr) {
     const fs::path diverging = dir / "diverging.json";
-    std::string text = kSmallConfig;
+    std::string text = kTrainSmallConfig;
     text.replace(text.find("1e-2"), 4, "1e30");
     write_text_file(diverging, text);
     const fs::path out = dir / "run";

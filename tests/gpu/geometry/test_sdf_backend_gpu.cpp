@@ -10,6 +10,7 @@
 #include "modes/mode.h"
 #include "modes/sdf_mode.h"
 
+#include "gpu/device_test_util.h"
 #include "mesh_test_util.h"
 
 #include <gtest/gtest.h>
@@ -20,9 +21,6 @@
 
 namespace fusedngp {
 namespace {
-
-#define REQUIRE_DEVICE() \
-    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
 
 SdfScene torus_scene() {
     SdfScene s;

@@ -23,7 +23,7 @@
 namespace fusedngp::gpu {
 namespace {
 
-constexpr float kTolerance = 1e-5f;
+constexpr float kDistanceTolerance = 1e-5f;
 
 class SignedDistanceGpu : public test::DeviceStreamTest {};
 
@@ -63,8 +63,8 @@ void expect_signed_distances_match(const TriangleMesh& mesh, uint32_t sign_rays,
     for (uint32_t i = 0; i < n; ++i) {
         const float want = expected(i, 0);
         ASSERT_FALSE(std::isnan(values[i])) << "not written: " << i;
-        ASSERT_NEAR(values[i], want, kTolerance) << "point " << i;
-        if (std::fabs(want) > kTolerance) { ASSERT_EQ(values[i] < 0, want < 0) << "sign of point " << i; }
+        ASSERT_NEAR(values[i], want, kDistanceTolerance) << "point " << i;
+        if (std::fabs(want) > kDistanceTolerance) { ASSERT_EQ(values[i] < 0, want < 0) << "sign of point " << i; }
         ASSERT_EQ(field_values[i], values[i]) << "field() is signed_distances";
         inside += want < 0;
     }
@@ -123,7 +123,7 @@ TEST_F(SignedDistanceGpu, ClosestMatchesCpu) {
     const BvhView host = host_view(cpu.bvh());
     uint32_t ties = 0;
     for (uint32_t i = 0; i < n; ++i) {
-        ASSERT_NEAR(distances[i], want_distances[i], kTolerance) << "point " << i;
+        ASSERT_NEAR(distances[i], want_distances[i], kDistanceTolerance) << "point " << i;
         const Vec3 normal = point_at(normals, i);
         ASSERT_NEAR(length(normal), 1.f, 1e-5f) << "point " << i;
         if (length(normal - want_normals[i]) < 1e-4f) continue;
@@ -132,7 +132,7 @@ TEST_F(SignedDistanceGpu, ClosestMatchesCpu) {
         for (uint32_t t = 0; t < host.n_triangles && !found; ++t) {
             const BvhTriangle& tri = host.triangles[t];
             const float d = length(points[i] - closest_point_on_triangle(points[i], tri.a, tri.b, tri.c));
-            found = d < want_distances[i] + kTolerance && length(triangle_normal(tri) - normal) < 1e-4f;
+            found = d < want_distances[i] + kDistanceTolerance && length(triangle_normal(tri) - normal) < 1e-4f;
         }
         ASSERT_TRUE(found) << "point " << i << ": the device's normal is of no triangle at the closest distance";
     }
