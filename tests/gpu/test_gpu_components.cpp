@@ -348,7 +348,7 @@ struct GridKernelCase {
 
 // The warp-aggregated gradient path (gradient_warp_aggregate_shared: the
 // shared-memory levels), with the kernel layouts around it. (There is no
-// global-level aggregation: its old key, gradient_warp_aggregate, is rejected.)
+// global-level aggregation: the key gradient_warp_aggregate is rejected.)
 std::vector<GridKernelCase> warp_aggregate_cases() {
     // The shared levels aggregated, the rest as by default.
     GridKernelOptions shared;

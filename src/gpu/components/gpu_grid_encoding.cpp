@@ -55,8 +55,7 @@ std::vector<GridLevelInfo> level_infos(const GridEncoding<float>& cpu) {
 // gradient_pair_corners, forward_chunk_loads,
 // gradient_warp_aggregate_shared; booleans as 0/1): a developer
 // knob for timing `fusedngp train` under other kernel settings; not a stable
-// interface. Unknown keys or bad values throw (gradient_warp_aggregate, the
-// global-level aggregation that no longer exists, is unknown).
+// interface. Unknown keys or bad values throw.
 GridKernelOptions with_environment_overrides(GridKernelOptions options) {
     const char* env = std::getenv("FUSEDNGP_GRID_KERNELS");
     if (!env || !*env) return options;
