@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -81,6 +82,27 @@ inline int run_cli_interrupted(const std::string& args, const std::vector<int>& 
     waitpid(pid, &status, 0);
     log = read_text(log_path);
     return started && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `train_args` (a run of --seconds 120 writing to `out`) stopped by
+// `signals` must stop cleanly with everything saved: exit 0, "interrupted: "
+// in its last line, the snapshot and `render` in `out`, and a summary whose
+// stop_reason says so, written before the 120 s were up. Returns the summary.
+inline nlohmann::json expect_saved_after_signals(const std::string& train_args, const std::filesystem::path& out,
+                                                 const std::string& render, const std::vector<int>& signals) {
+    std::string log;
+    const int code = run_cli_interrupted(train_args, signals, log);
+    EXPECT_EQ(code, 0) << log;
+    EXPECT_NE(log.find("interrupted: "), std::string::npos) << log;
+    EXPECT_TRUE(std::filesystem::exists(out / "snapshot.fusedngp")) << log;
+    EXPECT_TRUE(std::filesystem::exists(out / render)) << log;
+    const std::string summary_text = read_text((out / "summary.json").string());
+    const nlohmann::json summary = nlohmann::json::parse(summary_text, nullptr, false);
+    EXPECT_FALSE(summary.is_discarded()) << "summary.json: " << summary_text << "\n" << log;
+    if (summary.is_discarded()) return nlohmann::json::object();
+    EXPECT_EQ(summary.value("stop_reason", ""), "interrupted");
+    EXPECT_LT(summary.value("seconds", 1e9), 120.0);
+    return summary;
 }
 
 inline int count_lines(const std::string& s) {
