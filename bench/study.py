@@ -42,7 +42,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ["kernel", "variant", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup",
            "iters", "ms", "samples_per_s", "tflops", "registers", "smem_per_block", "blocks_per_sm", "occupancy",
-           "waves", "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"]
+           "waves", "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit", "io"]
 NATIVE_KERNELS = ("fused", "cublas", "cpu")
 TORCH_KERNELS = ("torch_eager", "torch_graph")
 UNFUSED_KERNELS = ("cublas",) + TORCH_KERNELS

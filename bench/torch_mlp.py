@@ -3,7 +3,8 @@
 
 Network: n_in -> W x depth hidden layers -> n_out (depth = n_hidden_layers,
 i.e. depth - 1 W x W matrices, as in `fusedngp bench mlp`), no bias, ReLU,
-fp16 weights and activations (PyTorch's fp16 GEMMs accumulate in fp32).
+fp16 weights, activations, inputs and outputs (CSV column io = fp16; PyTorch's
+fp16 GEMMs accumulate in fp32).
 
 Kernels (CSV column `kernel`):
   torch_eager  plain eager PyTorch calls;
@@ -32,7 +33,7 @@ import sys
 
 COLUMNS = ["kernel", "variant", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup",
            "iters", "ms", "samples_per_s", "tflops", "registers", "smem_per_block", "blocks_per_sm", "occupancy",
-           "waves", "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"]
+           "waves", "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit", "io"]
 ROTATIONS = 4
 
 
@@ -203,7 +204,8 @@ def main():
                         row = {"kernel": kernel, "pass": pass_name, "width": width, "depth": depth,
                                "n_in": args.n_in, "n_out": args.n_out, "batch": batch, "flop_per_sample": flop,
                                "warmup": args.warmup, "iters": args.iters, "ms": f"{ms:.6f}",
-                               "samples_per_s": f"{sps:.6e}", "tflops": f"{sps * flop / 1e12:.3f}", **machine}
+                               "samples_per_s": f"{sps:.6e}", "tflops": f"{sps * flop / 1e12:.3f}", "io": "fp16",
+                               **machine}
                         rows.append(row)
                         print(f"{kernel:<12} {pass_name:<9} {width:>5} {depth:>5} {batch:>9} {ms:>10.4f} "
                               f"{sps / 1e9:>12.3f} {sps * flop / 1e12:>9.1f}", flush=True)

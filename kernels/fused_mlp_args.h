@@ -7,6 +7,7 @@
 #include "gpu/mlp_shape.h"
 
 #include <cstdint>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace fusedngp::gpu {
@@ -102,6 +103,12 @@ struct KernelArgs {
     const uint2* w_bwd = nullptr;  // B fragments of W_l (backward), all layers
     const float* in = nullptr;     // [batch][n_in]
     float* out = nullptr;          // [batch][n_out], may be null in training
+    // fp16 I/O (inference): when set, the kernels read in_half instead of in
+    // and write out_half instead of out (FusedMlp::inference_half). The input
+    // is then used as it is (it is the fp16 A operand); the output is the
+    // fp32 accumulator through the output activation, rounded once.
+    const __half* in_half = nullptr;  // [batch][n_in]
+    __half* out_half = nullptr;       // [batch][n_out]
     const float* dout = nullptr;   // [batch][n_out] dL/dout (LossKind::FromGradient)
     const float* target = nullptr; // [batch][n_out] (L1/L2)
     float* din = nullptr;          // [batch][n_in] dL/din, may be null

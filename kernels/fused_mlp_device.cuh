@@ -155,8 +155,33 @@ __host__ __device__ constexpr int hidden_nt8() { return W / 8 < 8 ? W / 8 : 8; }
 
 // ---- Phases of a tile --------------------------------------------------------
 
+// fp16 input rows (KernelArgs::in_half) -> the tile as they are: 16-byte
+// loads where n_in % 8 == 0 and the pointer is aligned, else half by half.
+__device__ __forceinline__ void load_input_half(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid) {
+    const uint32_t n_in = p.shape.n_in;
+    if (n_in % 8u == 0 && reinterpret_cast<uintptr_t>(p.in_half) % 16u == 0) {
+        const uint32_t octs = p.shape.n_in_pad / 8u;  // n_in_pad is a multiple of 16
+        for (uint32_t idx = threadIdx.x; idx < s.rows * octs; idx += kThreads) {
+            const uint32_t r = idx / octs, c = (idx - r * octs) * 8u;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (r < valid && c < n_in) v = __ldg(reinterpret_cast<const uint4*>(p.in_half + (size_t)(row0 + r) * n_in + c));
+            *reinterpret_cast<uint4*>(s.x + (size_t)r * s.ldx + c) = v;
+        }
+        return;
+    }
+    const __half zero = __float2half_rn(0.f);
+    for (uint32_t idx = threadIdx.x; idx < s.rows * p.shape.n_in_pad; idx += kThreads) {
+        const uint32_t r = idx / p.shape.n_in_pad, c = idx - r * p.shape.n_in_pad;
+        s.x[(size_t)r * s.ldx + c] = r < valid && c < n_in ? p.in_half[(size_t)(row0 + r) * n_in + c] : zero;
+    }
+}
+
 // Input rows [row0, row0 + valid) -> fp16 tile, zero rows/columns beyond.
 __device__ __forceinline__ void load_input(const KernelArgs& p, const TileSmem& s, uint32_t row0, uint32_t valid) {
+    if (p.in_half != nullptr) {
+        load_input_half(p, s, row0, valid);
+        return;
+    }
     const uint32_t n_in = p.shape.n_in;
     const bool vec4 = (n_in % 4u == 0) && (reinterpret_cast<uintptr_t>(p.in) % 16u == 0);
     if (vec4) {
@@ -257,6 +282,8 @@ __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem
     const __half* src = s.slot(slot_of(D - 1, training));
     const Activation out_act = p.shape.output_act;
     const bool pair_store = p.out != nullptr && n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
+    const bool half_pair_store =
+        p.out_half != nullptr && n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out_half) % 4u == 0;
     for (uint32_t item = warp_id(); item < slabs * chunks; item += kWarps) {
         const uint32_t slab = item / chunks, chunk = item % chunks;
         const uint32_t row = slab * 16u * MT, col = chunk * 16u;
@@ -274,6 +301,13 @@ __device__ __forceinline__ void output_layer(const KernelArgs& p, const TileSmem
                 } else {
                     if (cc < n_out) p.out[g] = y0;
                     if (cc + 1 < n_out) p.out[g + 1] = y1;
+                }
+            } else if (p.out_half != nullptr && row_ok) {
+                if (half_pair_store && cc < n_out) {
+                    *reinterpret_cast<__half2*>(p.out_half + g) = __floats2half2_rn(y0, y1);
+                } else {
+                    if (cc < n_out) p.out_half[g] = __float2half_rn(y0);
+                    if (cc + 1 < n_out) p.out_half[g + 1] = __float2half_rn(y1);
                 }
             }
             if (training) {
@@ -450,6 +484,16 @@ __device__ __forceinline__ void prefetch_rows(const KernelArgs& p, const float* 
     prefetch_l2(data == nullptr ? nullptr : data + (size_t)row0 * n, (size_t)valid * n);
 }
 
+// The input rows of tile `tile`, fp32 or fp16.
+__device__ __forceinline__ void prefetch_input_rows(const KernelArgs& p, uint32_t tile) {
+    if (tile >= p.n_tiles) return;
+    const uint32_t row0 = tile * p.rows_per_tile;
+    const uint32_t valid = min(p.rows_per_tile, p.batch - row0);
+    const size_t n = (size_t)valid * p.shape.n_in;
+    if (p.in_half != nullptr) prefetch_l2(reinterpret_cast<const float*>(p.in_half + (size_t)row0 * p.shape.n_in), (n + 1) / 2);
+    else prefetch_l2(p.in == nullptr ? nullptr : p.in + (size_t)row0 * p.shape.n_in, n);
+}
+
 // ---- Kernels -------------------------------------------------------------------
 
 // Tiles are handed out round-robin (tile = blockIdx.x + k * gridDim.x), so
@@ -468,7 +512,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
         const uint32_t valid = min(s.rows, p.batch - row0);
         __syncthreads();  // the previous tile is done with shared memory
         load_input(p, s, row0, valid);
-        if (p.l2_prefetch) prefetch_rows(p, p.in, p.shape.n_in, tile + gridDim.x);
+        if (p.l2_prefetch) prefetch_input_rows(p, tile + gridDim.x);
         __syncthreads();
         for (uint32_t l = 0; l < p.shape.n_hidden; ++l) {
             forward_hidden<W, MT>(p, s, l, false);
@@ -497,7 +541,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks_per_sm<W, MT>()) fused_ml
             // dL/dout (or the target) of this tile is read after the forward
             // pass, the next tile's input at the next tile's start.
             prefetch_rows(p, p.loss == LossKind::FromGradient ? p.dout : p.target, p.shape.n_out, tile);
-            prefetch_rows(p, p.in, p.shape.n_in, tile + gridDim.x);
+            prefetch_input_rows(p, tile + gridDim.x);
         }
         __syncthreads();
         for (uint32_t l = 0; l < D; ++l) {

@@ -40,6 +40,7 @@
 
 #include <cuda_fp16.h>
 #include <cstdint>
+#include <type_traits>
 
 namespace fusedngp::gpu::detail {
 
@@ -81,8 +82,8 @@ struct SlabInput {
 // f(m, h, row_ok, src) for each slab row of this lane: row row0 + m*16 + g +
 // 8h (the A-fragment rows of m16 tile m), src its first input float, row_ok
 // whether it lies inside the batch. Both input loaders walk rows this way.
-template <int MT, typename F>
-__device__ __forceinline__ void for_each_lane_row(const float* __restrict__ in, uint32_t n_in, uint32_t batch,
+template <int MT, typename T, typename F>
+__device__ __forceinline__ void for_each_lane_row(const T* __restrict__ in, uint32_t n_in, uint32_t batch,
                                                   uint32_t row0, uint32_t lane, F&& f) {
     const uint32_t g = lane >> 2;
 #pragma unroll
@@ -165,6 +166,79 @@ __device__ __forceinline__ void load_slab_input_vec4(SlabInput<MT, KT>& s, const
                 }
             }
             put_vec4(s, m, kt, h, v);
+        }
+    });
+}
+
+// ---- kWarpHalfIo: fp16 input and output ----
+
+// One slab's fp16 input in A-fragment order, as loaded: x[m][kt][i] holds
+// the pair of halves SlabInput's float2 would hold, already the A operand.
+template <int MT, int KT>
+struct SlabHalfInput {
+    uint32_t x[MT][KT][4];
+};
+
+// One input half as raw bits (0 past the row's end).
+__device__ __forceinline__ uint32_t half_bits_or_zero(const __half* src, uint32_t c, uint32_t n_in) {
+    return c < n_in ? (uint32_t)__ldg(reinterpret_cast<const unsigned short*>(src) + c) : 0u;
+}
+
+// 8-byte streaming load (data touched once).
+__device__ __forceinline__ uint2 ld_stream2(const __half* p) {
+    uint2 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
+// load_slab_input for fp16 data: one 4-byte load per pair (n_in even and the
+// pointer 4-byte aligned), else half by half.
+template <int MT, int KT>
+__device__ __forceinline__ void load_slab_half(SlabHalfInput<MT, KT>& s, const __half* __restrict__ in, uint32_t n_in,
+                                               uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
+    const uint32_t t = lane & 3u;
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const __half* src) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const uint32_t c = kt * 16u + 2u * t + 8u * q;
+                uint32_t v = 0u;
+                if (row_ok) {
+                    if (vec2) {
+                        if (c < n_in) v = __ldg(reinterpret_cast<const unsigned int*>(src + c));
+                    } else {
+                        v = half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16;
+                    }
+                }
+                s.x[m][kt][h + 2 * q] = v;
+            }
+    });
+}
+
+// load_slab_half for kWarpVec4: the lane's permuted columns 4t..4t+3 in one
+// 8-byte load per row and k-tile (n_in % 4 == 0, pointer 8-byte aligned),
+// else half by half.
+template <int MT, int KT>
+__device__ __forceinline__ void load_slab_half_vec4(SlabHalfInput<MT, KT>& s, const __half* __restrict__ in,
+                                                    uint32_t n_in, uint32_t batch, uint32_t row0, bool vec4,
+                                                    uint32_t lane) {
+    const uint32_t t = lane & 3u;
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const __half* src) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) {
+            const uint32_t c = kt * 16u + 4u * t;
+            uint2 v = make_uint2(0u, 0u);
+            if (row_ok) {
+                if (vec4) {
+                    if (c < n_in) v = ld_stream2(src + c);
+                } else {
+                    v.x = half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16;
+                    v.y = half_bits_or_zero(src, c + 2, n_in) | half_bits_or_zero(src, c + 3, n_in) << 16;
+                }
+            }
+            s.x[m][kt][h] = v.x;
+            s.x[m][kt][h + 2] = v.y;
         }
     });
 }
@@ -330,6 +404,29 @@ __device__ __forceinline__ void stage_weights(uint2* dst, const uint2* __restric
     }
 }
 
+// f(r, y) for each batch row r of the slab this lane holds output for: y[n]
+// the lane's two columns of n8 tile n of the chunk, through the output
+// activation (none compiled in for RELU).
+template <int MT, bool RELU, typename F>
+__device__ __forceinline__ void for_each_output_row(const float (&o)[MT][2][4], uint32_t batch, uint32_t row0,
+                                                    Activation out_act, uint32_t lane, F&& f) {
+    const uint32_t g = lane >> 2;
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const uint32_t r = row0 + m * 16u + g + 8u * hh;
+            if (r >= batch) continue;
+            float2 y[2];
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                y[n] = make_float2(o[m][n][2 * hh], o[m][n][2 * hh + 1]);
+                if (!RELU) y[n] = activation_value_pair(out_act, y[n]);
+            }
+            f(r, y);
+        }
+}
+
 // One 16-column output chunk of the slab (o: its two n8 tiles) through the
 // output activation to global memory. VEC4: the lane's columns are the
 // permuted 4t..4t+3, one 16-byte store per row when n_out % 4 == 0 and the
@@ -338,46 +435,70 @@ template <int MT, bool VEC4, bool RELU>
 __device__ __forceinline__ void store_output(const float (&o)[MT][2][4], float* __restrict__ out, uint32_t n_out,
                                              uint32_t batch, uint32_t row0, uint32_t chunk, Activation out_act,
                                              bool vec_out, uint32_t lane) {
-    const uint32_t g = lane >> 2, t = lane & 3u;
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-            const uint32_t r = row0 + m * 16u + g + 8u * hh;
-            if (r >= batch) continue;
-            float* dst = out + (size_t)r * n_out;
-            float2 y[2];
-#pragma unroll
-            for (int n = 0; n < 2; ++n) {
-                y[n] = make_float2(o[m][n][2 * hh], o[m][n][2 * hh + 1]);
-                if (!RELU) y[n] = activation_value_pair(out_act, y[n]);
-            }
-            if constexpr (VEC4) {
-                const uint32_t c = chunk * 16u + 4u * t;
-                if (vec_out) {
-                    if (c < n_out) __stcs(reinterpret_cast<float4*>(dst + c), make_float4(y[0].x, y[0].y, y[1].x, y[1].y));
-                } else {
-#pragma unroll
-                    for (uint32_t e = 0; e < 4; ++e)
-                        if (c + e < n_out) dst[c + e] = (e & 1u) ? y[e >> 1].y : y[e >> 1].x;
-                }
+    const uint32_t t = lane & 3u;
+    for_each_output_row<MT, RELU>(o, batch, row0, out_act, lane, [&](uint32_t r, const float2 (&y)[2]) {
+        float* dst = out + (size_t)r * n_out;
+        if constexpr (VEC4) {
+            const uint32_t c = chunk * 16u + 4u * t;
+            if (vec_out) {
+                if (c < n_out) __stcs(reinterpret_cast<float4*>(dst + c), make_float4(y[0].x, y[0].y, y[1].x, y[1].y));
             } else {
 #pragma unroll
-                for (int n = 0; n < 2; ++n) {
-                    const uint32_t c = chunk * 16u + n * 8u + 2u * t;
-                    if (vec_out) {
-                        if (c < n_out) __stcs(reinterpret_cast<float2*>(dst + c), y[n]);
-                    } else {
-                        if (c < n_out) dst[c] = y[n].x;
-                        if (c + 1 < n_out) dst[c + 1] = y[n].y;
-                    }
+                for (uint32_t e = 0; e < 4; ++e)
+                    if (c + e < n_out) dst[c + e] = (e & 1u) ? y[e >> 1].y : y[e >> 1].x;
+            }
+        } else {
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                const uint32_t c = chunk * 16u + n * 8u + 2u * t;
+                if (vec_out) {
+                    if (c < n_out) __stcs(reinterpret_cast<float2*>(dst + c), y[n]);
+                } else {
+                    if (c < n_out) dst[c] = y[n].x;
+                    if (c + 1 < n_out) dst[c + 1] = y[n].y;
                 }
             }
         }
+    });
+}
+
+// store_output for fp16 output (kWarpHalfIo): each value rounded once; VEC4
+// one 8-byte store per row (n_out % 4 == 0, pointer 8-byte aligned), else a
+// 4-byte store per pair (n_out even, 4-byte aligned), else half by half.
+template <int MT, bool VEC4, bool RELU>
+__device__ __forceinline__ void store_output_half(const float (&o)[MT][2][4], __half* __restrict__ out, uint32_t n_out,
+                                                  uint32_t batch, uint32_t row0, uint32_t chunk, Activation out_act,
+                                                  bool vec_out, uint32_t lane) {
+    const uint32_t t = lane & 3u;
+    for_each_output_row<MT, RELU>(o, batch, row0, out_act, lane, [&](uint32_t r, const float2 (&y)[2]) {
+        __half* dst = out + (size_t)r * n_out;
+        if constexpr (VEC4) {
+            const uint32_t c = chunk * 16u + 4u * t;
+            if (vec_out) {
+                if (c < n_out)
+                    __stcs(reinterpret_cast<uint2*>(dst + c), make_uint2(pack_half2(y[0].x, y[0].y), pack_half2(y[1].x, y[1].y)));
+            } else {
+#pragma unroll
+                for (uint32_t e = 0; e < 4; ++e)
+                    if (c + e < n_out) dst[c + e] = __float2half_rn((e & 1u) ? y[e >> 1].y : y[e >> 1].x);
+            }
+        } else {
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                const uint32_t c = chunk * 16u + n * 8u + 2u * t;
+                if (vec_out) {
+                    if (c < n_out) __stcs(reinterpret_cast<unsigned int*>(dst + c), pack_half2(y[n].x, y[n].y));
+                } else {
+                    if (c < n_out) dst[c] = __float2half_rn(y[n].x);
+                    if (c + 1 < n_out) dst[c + 1] = __float2half_rn(y[n].y);
+                }
+            }
+        }
+    });
 }
 
 // The network on one slab whose converted input is a_in.
-template <int W, int MT, int KT_IN, bool SMEM_W, bool VEC4, bool RELU>
+template <int W, int MT, int KT_IN, bool SMEM_W, bool VEC4, bool RELU, bool HALF>
 __device__ __forceinline__ void warp_slab_forward(const KernelArgs& p, const uint2* weights,
                                                   uint32_t (&a_in)[MT][KT_IN][4], uint32_t row0, bool vec_out,
                                                   uint32_t lane) {
@@ -400,7 +521,10 @@ __device__ __forceinline__ void warp_slab_forward(const KernelArgs& p, const uin
     for (uint32_t chunk = 0; chunk < out_chunks; ++chunk) {
         float o[MT][2][4];
         warp_layer<MT, KT, 2, SMEM_W>(o, h, b_out + (size_t)chunk * 2u * KT * 32u, KT, KT);
-        store_output<MT, VEC4, RELU>(o, p.out, sh.n_out, p.batch, row0, chunk, sh.output_act, vec_out, lane);
+        if constexpr (HALF)
+            store_output_half<MT, VEC4, RELU>(o, p.out_half, sh.n_out, p.batch, row0, chunk, sh.output_act, vec_out, lane);
+        else
+            store_output<MT, VEC4, RELU>(o, p.out, sh.n_out, p.batch, row0, chunk, sh.output_act, vec_out, lane);
     }
 }
 
@@ -413,14 +537,41 @@ __device__ __forceinline__ void convert_input(uint32_t (&a_in)[MT][KT_IN][4], co
 #pragma unroll
             for (int i = 0; i < 4; ++i) a_in[m][kt][i] = pack_half2(x.x[m][kt][i].x, x.x[m][kt][i].y);
 }
+// fp16 input: already the A operand.
+template <int MT, int KT_IN>
+__device__ __forceinline__ void convert_input(uint32_t (&a_in)[MT][KT_IN][4], const SlabHalfInput<MT, KT_IN>& x) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int kt = 0; kt < KT_IN; ++kt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a_in[m][kt][i] = x.x[m][kt][i];
+}
+
+// The register loaders: the slab at row0 of p's fp32 (or, for a
+// SlabHalfInput, fp16) input.
+template <bool VEC4, int MT, int KT_IN>
+__device__ __forceinline__ void load_slab(SlabInput<MT, KT_IN>& s, const KernelArgs& p, uint32_t row0, bool vec,
+                                          uint32_t lane) {
+    if constexpr (VEC4) load_slab_input_vec4(s, p.in, p.shape.n_in, p.batch, row0, vec, lane);
+    else load_slab_input(s, p.in, p.shape.n_in, p.batch, row0, vec, lane);
+}
+template <bool VEC4, int MT, int KT_IN>
+__device__ __forceinline__ void load_slab(SlabHalfInput<MT, KT_IN>& s, const KernelArgs& p, uint32_t row0, bool vec,
+                                          uint32_t lane) {
+    if constexpr (VEC4) load_slab_half_vec4(s, p.in_half, p.shape.n_in, p.batch, row0, vec, lane);
+    else load_slab_half(s, p.in_half, p.shape.n_in, p.batch, row0, vec, lane);
+}
 
 template <int W, int MT, int KT_IN, bool SMEM_W, int FLAVOR>
 __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_kernel(const KernelArgs p) {
     constexpr bool RELU = (FLAVOR & kWarpRelu) != 0;
     constexpr bool VEC4 = (FLAVOR & kWarpVec4) != 0;
     constexpr bool STAGE = (FLAVOR & kWarpStage) != 0;
+    constexpr bool HALF = (FLAVOR & kWarpHalfIo) != 0;
     static_assert(!VEC4 || SMEM_W, "the permuted edge layers are made while staging the weights");
     static_assert(!STAGE || VEC4, "the stage ring is read in the permuted order");
+    static_assert(!(STAGE && HALF), "the stage ring holds fp32 input");
     constexpr uint32_t kSlabRows = 16u * MT;
     constexpr int kStages = warp_stage_slabs(MT);
     using Stage = StageSlab<MT, KT_IN>;
@@ -432,9 +583,13 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
     uint32_t slab = blockIdx.x * kWarpKernelWarps + (threadIdx.x >> 5);
 
     const uint32_t n_in = sh.n_in, n_out = sh.n_out;
-    const uint32_t vec_bytes = VEC4 ? 16u : 8u;
-    const bool vec_in = n_in % (vec_bytes / 4u) == 0 && reinterpret_cast<uintptr_t>(p.in) % vec_bytes == 0;
-    const bool vec_out = n_out % (vec_bytes / 4u) == 0 && reinterpret_cast<uintptr_t>(p.out) % vec_bytes == 0;
+    // Vector accesses of 4 (VEC4) or 2 elements where the row length and
+    // the pointer allow them.
+    const uint32_t vec_elems = VEC4 ? 4u : 2u, vec_bytes = vec_elems * (HALF ? 2u : 4u);
+    const uintptr_t in_addr = HALF ? reinterpret_cast<uintptr_t>(p.in_half) : reinterpret_cast<uintptr_t>(p.in);
+    const uintptr_t out_addr = HALF ? reinterpret_cast<uintptr_t>(p.out_half) : reinterpret_cast<uintptr_t>(p.out);
+    const bool vec_in = n_in % vec_elems == 0 && in_addr % vec_bytes == 0;
+    const bool vec_out = n_out % vec_elems == 0 && out_addr % vec_bytes == 0;
 
     extern __shared__ __align__(16) unsigned char smem_raw[];
     // kWarpStage: this warp's ring, after the weights.
@@ -443,7 +598,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
 
     // The first slab's loads (or the whole ring's) go out before the
     // weights are staged, so the two memory latencies overlap.
-    SlabInput<MT, KT_IN> next;
+    std::conditional_t<HALF, SlabHalfInput<MT, KT_IN>, SlabInput<MT, KT_IN>> next;
     if constexpr (STAGE) {
 #pragma unroll
         for (int s = 0; s < kStages; ++s) {
@@ -451,8 +606,7 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
             issue_stage<MT, KT_IN>(ring + s * Stage::kFloats, p.in, p.batch, sl * kSlabRows, sl < n_slabs, vec_in, lane);
         }
     } else if (slab < n_slabs) {
-        if constexpr (VEC4) load_slab_input_vec4(next, p.in, n_in, p.batch, slab * kSlabRows, vec_in, lane);
-        else load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec_in, lane);
+        load_slab<VEC4>(next, p, slab * kSlabRows, vec_in, lane);
     }
 
     const uint2* weights = p.w_fwd;
@@ -478,12 +632,9 @@ __global__ void __launch_bounds__(kWarpKernelThreads) fused_mlp_warp_inference_k
             issue_stage<MT, KT_IN>(buf, p.in, p.batch, ahead * kSlabRows, ahead < n_slabs, vec_in, lane);
         } else {
             convert_input(a_in, next);
-            if (slab + warps < n_slabs) {
-                if constexpr (VEC4) load_slab_input_vec4(next, p.in, n_in, p.batch, (slab + warps) * kSlabRows, vec_in, lane);
-                else load_slab_input(next, p.in, n_in, p.batch, (slab + warps) * kSlabRows, vec_in, lane);
-            }
+            if (slab + warps < n_slabs) load_slab<VEC4>(next, p, (slab + warps) * kSlabRows, vec_in, lane);
         }
-        warp_slab_forward<W, MT, KT_IN, SMEM_W, VEC4, RELU>(p, weights, a_in, row0, vec_out, lane);
+        warp_slab_forward<W, MT, KT_IN, SMEM_W, VEC4, RELU, HALF>(p, weights, a_in, row0, vec_out, lane);
     }
     if constexpr (STAGE) wait_stage<0>();  // no copy outlives the kernel
 }

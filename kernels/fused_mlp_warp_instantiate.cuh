@@ -19,7 +19,10 @@ const void* warp_kernel_kt(int kt_in) {
 // The flavours of warp_flavor_compiled (nullptr for the others).
 template <int W, int MT>
 const void* warp_kernel_mt(const WarpKernelVariant& v) {
-    if (!v.weights_in_smem) return v.flavor == 0 ? warp_kernel_kt<W, MT, false, 0>(v.kt_in) : nullptr;
+    if (!v.weights_in_smem) {
+        if (v.flavor == 0) return warp_kernel_kt<W, MT, false, 0>(v.kt_in);
+        return v.flavor == kWarpHalfIo ? warp_kernel_kt<W, MT, false, kWarpHalfIo>(v.kt_in) : nullptr;
+    }
     switch (v.flavor) {
     case 0: return warp_kernel_kt<W, MT, true, 0>(v.kt_in);
     case 1: return warp_kernel_kt<W, MT, true, 1>(v.kt_in);
@@ -27,6 +30,9 @@ const void* warp_kernel_mt(const WarpKernelVariant& v) {
     case 3: return warp_kernel_kt<W, MT, true, 3>(v.kt_in);
     case 6: return warp_kernel_kt<W, MT, true, 6>(v.kt_in);
     case 7: return warp_kernel_kt<W, MT, true, 7>(v.kt_in);
+    case 8: return warp_kernel_kt<W, MT, true, 8>(v.kt_in);
+    case 10: return warp_kernel_kt<W, MT, true, 10>(v.kt_in);
+    case 11: return warp_kernel_kt<W, MT, true, 11>(v.kt_in);
     default: return nullptr;
     }
 }

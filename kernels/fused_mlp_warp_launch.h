@@ -37,12 +37,19 @@ enum WarpFlavor : int {
     // more bytes in flight and no registers held for them. Needs kWarpVec4
     // and n_in == 16 * kt_in (slab rows contiguous in global memory).
     kWarpStage = 4,
+    // fp16 input and output (KernelArgs::in_half / out_half,
+    // FusedMlp::inference_half): the input halves are the layer-0 A
+    // fragments as loaded, the output is rounded once from fp32. Half the
+    // bytes per sample of fp32 I/O, which is what bounds W <= 32. Not with
+    // kWarpStage.
+    kWarpHalfIo = 8,
 };
-// Flavours compiled: 0 with either weight placement, the others with weights
-// in shared memory only.
+// Flavours compiled: 0 and kWarpHalfIo with either weight placement, the
+// others with weights in shared memory only.
 FUSEDNGP_HD bool warp_flavor_compiled(bool weights_in_smem, int flavor) {
-    if (flavor == 0) return true;
-    return weights_in_smem && (flavor == 1 || flavor == 2 || flavor == 3 || flavor == 6 || flavor == 7);
+    if (flavor == 0 || flavor == kWarpHalfIo) return true;
+    return weights_in_smem &&
+           (flavor == 1 || flavor == 2 || flavor == 3 || flavor == 6 || flavor == 7 || flavor == 10 || flavor == 11);
 }
 // Slabs in flight per warp in the kWarpStage ring: 8 KB per warp at
 // 32 -> W (both slab heights).

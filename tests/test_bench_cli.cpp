@@ -19,7 +19,7 @@ namespace {
 
 const std::string kExpectedHeader =
     "kernel,variant,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,registers,"
-    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit";
+    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit,io";
 
 std::vector<std::string> split(const std::string& s, char sep);
 
@@ -80,6 +80,7 @@ TEST_F(BenchCli, DryRunCsvHasTheSharedSchemaAndOneRowPerPlannedCase) {
     EXPECT_EQ(first.at("iters"), "7");
     EXPECT_EQ(first.at("ms"), "");  // not measured
     EXPECT_EQ(first.at("gpu"), "dry-run");
+    EXPECT_EQ(first.at("io"), "fp32");  // default
     const auto second = fields_of(lines[2]);
     EXPECT_EQ(second.at("kernel"), "fused");
     EXPECT_EQ(second.at("pass"), "train");
@@ -130,6 +131,26 @@ TEST_F(BenchCli, RestrictionsNameTheVariantOfFusedRowsOnly) {
                       "--csv " + csv.string()).exit_code, 0);
     lines = split(read_text(csv.string()), '\n');
     EXPECT_EQ(fields_of(lines[1]).at("variant"), "rtx3090_smem");
+}
+
+// fp16 I/O is planned for the fused kernel's inference only; every other
+// kernel and pass keeps its fp32 row.
+TEST_F(BenchCli, HalfIoRowsAreTheFusedInferenceOnly) {
+    const fs::path csv = dir / "io.csv";
+    CliResult r = run_cli("bench mlp --dry-run --widths 32 --batches 2^16 --io fp32,fp16 --csv " + csv.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> lines = split(read_text(csv.string()), '\n');
+    lines.pop_back();
+    ASSERT_EQ(lines.size(), 1u + 5u) << read_text(csv.string());
+    std::vector<std::string> seen;
+    for (size_t i = 1; i < lines.size(); ++i) {
+        const auto f = fields_of(lines[i]);
+        seen.push_back(f.at("kernel") + "/" + f.at("pass") + "/" + f.at("io"));
+    }
+    EXPECT_EQ(seen, (std::vector<std::string>{"fused/inference/fp32", "fused/inference/fp16", "fused/train/fp32",
+                                              "cublas/inference/fp32", "cublas/train/fp32"}));
+    EXPECT_NE(r.out.find("fp16"), std::string::npos) << r.out;
+    EXPECT_EQ(run_cli("bench mlp --dry-run --io fp8").exit_code, 2);
 }
 
 TEST_F(BenchCli, DryRunPrintsTheTable) {

@@ -24,7 +24,7 @@ namespace {
 const char* kStudyPython = "/usr/bin/python3";
 const std::string kStudyCsvHeader =
     "kernel,variant,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,registers,"
-    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit";
+    "smem_per_block,blocks_per_sm,occupancy,waves,rows_per_tile,gpu,sm_count,sm_clock_mhz,mem_clock_mhz,driver,commit,io";
 // The schema of the first H200 slice (before variant and the resource columns).
 const std::string kOldHeader =
     "kernel,pass,width,depth,n_in,n_out,batch,flop_per_sample,warmup,iters,ms,samples_per_s,tflops,gpu,sm_count,"

@@ -39,6 +39,7 @@ struct BenchMlpOptions {
     std::vector<std::string> batches = {"2^20"};
     std::vector<std::string> kernels = {"fused", "cublas"};
     std::vector<std::string> passes = {"inference", "train"};
+    std::vector<std::string> ios = {"fp32"};
     uint32_t n_in = 32, n_out = 16;
     int warmup = 5, iters = 20;
     std::string csv, json;
@@ -80,7 +81,7 @@ bool is_cpu_kernel(const std::string& kernel) { return kernel == "cpu"; }
 
 // One CSV row. Measurements are negative until measured (written empty).
 struct BenchRow {
-    std::string kernel, variant, pass;
+    std::string kernel, variant, pass, io = "fp32";
     uint32_t width = 0, depth = 0, n_in = 0, n_out = 0, batch = 0;
     double flop_per_sample = 0;
     int warmup = 0, iters = 0;
@@ -95,11 +96,12 @@ struct BenchRow {
 // writes the same columns; keep both in sync.
 // variant: empty, or the name of a resource restriction of the fused kernel.
 // registers..rows_per_tile: the fused kernel's resources (empty otherwise).
+// io: the type of the data read and written, fp32 or fp16.
 const std::vector<std::string> kCsvColumns = {
     "kernel", "variant", "pass", "width", "depth", "n_in", "n_out", "batch", "flop_per_sample", "warmup", "iters",
     "ms", "samples_per_s", "tflops", "registers", "smem_per_block", "blocks_per_sm", "occupancy", "waves",
-    "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit"};
-const std::vector<std::string> kTextColumns = {"kernel", "variant", "pass", "gpu", "driver", "commit"};
+    "rows_per_tile", "gpu", "sm_count", "sm_clock_mhz", "mem_clock_mhz", "driver", "commit", "io"};
+const std::vector<std::string> kTextColumns = {"kernel", "variant", "pass", "gpu", "driver", "commit", "io"};
 
 // "2^20", "1048576" -> 1048576. Throws InputError naming the option.
 uint32_t parse_batch(const std::string& text) {
@@ -128,28 +130,40 @@ double flop_per_sample(uint32_t n_in, uint32_t width, uint32_t depth, uint32_t n
     return (training ? 6.0 : 2.0) * macs;
 }
 
-// Every planned row, in output order: depth, width, batch, kernel, pass.
+// Whether a kernel and pass take this I/O type: fp16 is the fused kernel's
+// inference only (inference_half); everything runs fp32.
+bool io_measured(const std::string& kernel, const std::string& pass, const std::string& io) {
+    return io == "fp32" || (kernel == "fused" && pass == "inference");
+}
+
+BenchRow plan_row(const BenchMlpOptions& o, const std::string& kernel, const std::string& pass, const std::string& io,
+                  uint32_t width, uint32_t depth, const std::string& batch) {
+    BenchRow r;
+    r.kernel = kernel;
+    if (kernel == "fused") r.variant = o.variant_name();
+    r.pass = pass;
+    r.io = io;
+    r.width = width;
+    r.depth = depth;
+    r.n_in = o.n_in;
+    r.n_out = o.n_out;
+    r.batch = parse_batch(batch);
+    r.flop_per_sample = flop_per_sample(o.n_in, width, depth, o.n_out, pass == "train");
+    r.warmup = o.warmup;
+    r.iters = o.iters;
+    return r;
+}
+
+// Every planned row, in output order: depth, width, batch, kernel, pass, io.
 std::vector<BenchRow> plan_rows(const BenchMlpOptions& o) {
     std::vector<BenchRow> rows;
     for (uint32_t depth : o.depths)
         for (uint32_t width : o.widths)
             for (const std::string& b : o.batches)
                 for (const std::string& kernel : o.kernels)
-                    for (const std::string& pass : o.passes) {
-                        BenchRow r;
-                        r.kernel = kernel;
-                        if (kernel == "fused") r.variant = o.variant_name();
-                        r.pass = pass;
-                        r.width = width;
-                        r.depth = depth;
-                        r.n_in = o.n_in;
-                        r.n_out = o.n_out;
-                        r.batch = parse_batch(b);
-                        r.flop_per_sample = flop_per_sample(o.n_in, width, depth, o.n_out, pass == "train");
-                        r.warmup = o.warmup;
-                        r.iters = o.iters;
-                        rows.push_back(r);
-                    }
+                    for (const std::string& pass : o.passes)
+                        for (const std::string& io : o.ios)
+                            if (io_measured(kernel, pass, io)) rows.push_back(plan_row(o, kernel, pass, io, width, depth, b));
     return rows;
 }
 
@@ -180,7 +194,7 @@ std::vector<std::string> row_fields(const BenchRow& r, const MachineInfo& m) {
             number_or_empty(r.blocks_per_sm, "%.0f"), number_or_empty(r.occupancy, "%.4f"),
             number_or_empty(r.waves, "%.4f"), number_or_empty(r.rows_per_tile, "%.0f"), m.gpu,
             m.sm_count ? std::to_string(m.sm_count) : "", m.sm_clock_mhz ? std::to_string(m.sm_clock_mhz) : "",
-            m.mem_clock_mhz ? std::to_string(m.mem_clock_mhz) : "", m.driver, m.commit};
+            m.mem_clock_mhz ? std::to_string(m.mem_clock_mhz) : "", m.driver, m.commit, r.io};
 }
 
 std::ofstream open_output(const std::string& path) {
@@ -233,10 +247,11 @@ void print_table(const std::vector<BenchRow>& rows, const Machines& m) {
     const bool any_gpu = std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return !is_cpu_kernel(r.kernel); });
     if (any_gpu || !any_cpu) print_machine(m.gpu);
     if (any_cpu) std::printf("cpu kernel on %s, commit %s\n", m.cpu.gpu.c_str(), m.cpu.commit.c_str());
-    std::printf("%-7s %-9s %5s %5s %9s %10s %12s %9s %5s %6s %7s  %s\n", "kernel", "pass", "W", "depth", "batch", "ms",
-                "Gsamples/s", "TFLOP/s", "regs", "blk/SM", "waves", "variant");
+    std::printf("%-7s %-9s %4s %5s %5s %9s %10s %12s %9s %5s %6s %7s  %s\n", "kernel", "pass", "io", "W", "depth",
+                "batch", "ms", "Gsamples/s", "TFLOP/s", "regs", "blk/SM", "waves", "variant");
     for (const BenchRow& r : rows) {
-        std::printf("%-7s %-9s %5u %5u %9u ", r.kernel.c_str(), r.pass.c_str(), r.width, r.depth, r.batch);
+        std::printf("%-7s %-9s %4s %5u %5u %9u ", r.kernel.c_str(), r.pass.c_str(), r.io.c_str(), r.width, r.depth,
+                    r.batch);
         if (r.ms < 0) std::printf("%10s %12s %9s", "-", "-", "-");
         else std::printf("%10.4f %12.3f %9.1f", r.ms, samples_per_s(r) / 1e9, tflops(r));
         if (r.registers < 0) std::printf(" %5s %6s %7s", "-", "-", "-");
@@ -285,7 +300,7 @@ MachineInfo measure_gpu(std::vector<BenchRow>& rows, const BenchMlpOptions& o) {
     tuning.max_blocks_per_sm = (int)o.fused_blocks_per_sm;
     for (BenchRow& r : rows) {
         if (is_cpu_kernel(r.kernel)) continue;
-        const gpu::MlpBenchCase c{r.kernel, r.pass, r.width, r.depth, r.batch, tuning};
+        const gpu::MlpBenchCase c{r.kernel, r.pass, r.io, r.width, r.depth, r.batch, tuning};
         if (std::string why = runner.unsupported_reason(c); !why.empty()) {
             std::fprintf(stderr, "bench mlp: skipping %s W=%u depth=%u: %s\n", r.kernel.c_str(), r.width, r.depth,
                          why.c_str());
@@ -374,6 +389,12 @@ void add_bench_command(CLI::App& app) {
     mlp->add_option("--passes", o->passes, "inference, train")
         ->delimiter(',')
         ->check(CLI::IsMember({"inference", "train"}))
+        ->capture_default_str();
+    mlp->add_option("--io", o->ios,
+                    "data types in and out, comma separated: fp32, fp16 (fp16: the fused kernel's inference; other "
+                    "kernels and passes run fp32 only)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"fp32", "fp16"}))
         ->capture_default_str();
     mlp->add_option("--in", o->n_in, "input dims")->check(CLI::PositiveNumber)->capture_default_str();
     mlp->add_option("--out", o->n_out, "output dims")->check(CLI::PositiveNumber)->capture_default_str();

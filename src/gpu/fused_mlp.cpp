@@ -65,6 +65,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
 
     if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
+    inference_half_plan_ = half_io_plan(inference_plan_);
     // Training: both kernels' plans, each call picks one by its batch
     // (choose_warp_training). A network the tile kernel cannot hold (its
     // 16-row tile exceeds shared memory) but the warp kernel can runs the
@@ -273,6 +274,28 @@ bool FusedMlp::plan_warp_inference(PassPlan& plan) const {
         }
     }
     return found;
+}
+
+// The fp16-I/O twin of an inference plan. The block-tile kernel reads and
+// writes fp16 behind a run-time check, so its plan serves both. The warp
+// kernel's flavour gains kWarpHalfIo and loses the cp.async ring (fp32 only:
+// its shared memory goes too); kWarpRelu stays only with kWarpVec4 (the
+// flavours compiled, warp_flavor_compiled).
+FusedMlp::PassPlan FusedMlp::half_io_plan(const PassPlan& fp32_plan) const {
+    if (!fp32_plan.warp) return fp32_plan;
+    PassPlan p = fp32_plan;
+    WarpKernelVariant& v = p.warp_variant;
+    if (v.flavor & kWarpStage) p.smem_bytes -= (size_t)p.block_warps * warp_stage_bytes_per_warp(v.mt, v.kt_in);
+    v.flavor = (v.flavor & (kWarpRelu | kWarpVec4)) | kWarpHalfIo;
+    if (!(v.flavor & kWarpVec4)) v.flavor &= ~kWarpRelu;
+    with_width(shape_.width, [&](auto w) {
+        if constexpr (decltype(w)::value <= 64)
+            FUSEDNGP_CUDA_CHECK((prepare_warp_inference<decltype(w)::value>(v, device_smem_per_block_, carveout_percent(),
+                                                                             p.smem_bytes, &p.kernel)));
+        return 0;
+    });
+    finish_plan(p);
+    return p;
 }
 
 // The warp training kernel's flavour: kWarpRelu (hidden ReLU and output
@@ -494,30 +517,42 @@ KernelArgs FusedMlp::base_args(const float* d_in, uint32_t batch, const PassPlan
     return a;
 }
 
-void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const {
-    if (batch == 0) return;
-    KernelArgs args = base_args(d_in, batch, inference_plan_);
-    args.out = d_out;
-    if (inference_plan_.warp) {
+void FusedMlp::run_inference_kernel(const KernelArgs& args, const PassPlan& plan, cudaStream_t stream) const {
+    if (plan.warp) {
         // Persistent grid: at most the resident blocks, each warp one slab
         // per step (n_tiles counts slabs here).
-        const uint32_t warps_per_block = (uint32_t)inference_plan_.warps_per_block();
+        const uint32_t warps_per_block = (uint32_t)plan.warps_per_block();
         const uint32_t all = ceil_div(args.n_tiles, warps_per_block);
-        const uint32_t grid = tuning_.warp_full_grid ? all : std::min(all, inference_plan_.max_blocks);
+        const uint32_t grid = tuning_.warp_full_grid ? all : std::min(all, plan.max_blocks);
         with_width(shape_.width, [&](auto w) {
             if constexpr (decltype(w)::value <= 64)
-                FUSEDNGP_CUDA_CHECK(launch_warp_inference<decltype(w)::value>(
-                    args, inference_plan_.warp_variant, grid, inference_plan_.smem_bytes, stream));
+                FUSEDNGP_CUDA_CHECK(
+                    launch_warp_inference<decltype(w)::value>(args, plan.warp_variant, grid, plan.smem_bytes, stream));
             return 0;
         });
         return;
     }
-    const uint32_t grid = std::min(args.n_tiles, inference_plan_.max_blocks);
+    const uint32_t grid = std::min(args.n_tiles, plan.max_blocks);
     with_width(shape_.width, [&](auto w) {
-        FUSEDNGP_CUDA_CHECK(launch_fused_inference<decltype(w)::value>(
-            args, inference_plan_.row_tiles_per_warp, grid, inference_plan_.smem_bytes, stream));
+        FUSEDNGP_CUDA_CHECK(
+            launch_fused_inference<decltype(w)::value>(args, plan.row_tiles_per_warp, grid, plan.smem_bytes, stream));
         return 0;
     });
+}
+
+void FusedMlp::inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const {
+    if (batch == 0) return;
+    KernelArgs args = base_args(d_in, batch, inference_plan_);
+    args.out = d_out;
+    run_inference_kernel(args, inference_plan_, stream);
+}
+
+void FusedMlp::inference_half(const __half* d_in, __half* d_out, uint32_t batch, cudaStream_t stream) const {
+    if (batch == 0) return;
+    KernelArgs args = base_args(nullptr, batch, inference_half_plan_);
+    args.in_half = d_in;
+    args.out_half = d_out;
+    run_inference_kernel(args, inference_half_plan_, stream);
 }
 
 void FusedMlp::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) {
@@ -616,6 +651,7 @@ std::string FusedMlp::describe() const {
                << " rows/warp slab, weights in " << (p.warp_variant.weights_in_smem ? "smem" : "L1") << ", flavour "
                << p.warp_variant.flavor << ((p.warp_variant.flavor & kWarpRelu) ? " relu" : "")
                << ((p.warp_variant.flavor & kWarpVec4) ? " vec4" : "") << ((p.warp_variant.flavor & kWarpStage) ? " stage" : "")
+               << ((p.warp_variant.flavor & kWarpHalfIo) ? " fp16-io" : "")
                << (tuning_.warp_full_grid ? ", full grid" : "") << ", "
                << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
                << " B local, " << p.kernel.blocks_per_sm << " blocks/SM of " << kWarpKernelThreads << " threads";

@@ -6,7 +6,8 @@
 // weights (fp32 accumulation) made by set_params*.
 //
 // Data: batch-major fp32 device arrays, row = sample ([batch][n_in] in,
-// [batch][n_out] out), any batch size.
+// [batch][n_out] out), any batch size; inference also on fp16 arrays
+// (inference_half).
 //
 // Training API. forward() stores nothing: the training kernel recomputes the
 // forward pass on chip for each tile of rows instead of keeping activations
@@ -31,6 +32,7 @@
 #include "fused_mlp_warp_launch.h"
 #include "networks/activation.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -211,6 +213,12 @@ public:
     float loss_scale() const override { return loss_scale_; }
 
     void inference(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) const override;
+    // Inference on fp16 data ([batch][n_in] halves in, [batch][n_out] out),
+    // read and written by the kernels themselves: the input halves are the
+    // first layer's operand as they are, each output is the fp32 result
+    // rounded once. Half the bytes per sample of inference(), as a fused
+    // encoding -> network pipeline passes them.
+    void inference_half(const __half* d_in, __half* d_out, uint32_t batch, cudaStream_t stream) const;
     // Training forward: the same computation as inference (nothing is stored).
     void forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) override;
     // d_din and d_dweights may be null. d_dweights gets dL/dW in the caller's
@@ -227,6 +235,7 @@ public:
                     float* d_mean_loss = nullptr, unsigned int* d_din_nonfinite = nullptr);
 
     const PassPlan& inference_plan() const { return inference_plan_; }
+    const PassPlan& inference_half_plan() const { return inference_half_plan_; }
     // The training plan of large batches: the wgmma kernel's where it
     // applies, else the warp training kernel's when there is one, else the
     // block-tile kernel's.
@@ -245,6 +254,8 @@ public:
 
 private:
     PassPlan plan_pass(bool training) const;
+    PassPlan half_io_plan(const PassPlan& fp32_plan) const;
+    void run_inference_kernel(const KernelArgs& args, const PassPlan& plan, cudaStream_t stream) const;
     // The warp kernel's plan, or false when the network does not suit it.
     bool plan_warp_inference(PassPlan& plan) const;
     bool relu_flavor_fits() const;
@@ -270,7 +281,7 @@ private:
     size_t smem_per_sm_ = 0;
     size_t reserved_smem_per_block_ = 0;
     float loss_scale_ = 128.f;
-    PassPlan inference_plan_, tile_training_plan_, warp_training_plan_, wgmma_training_plan_;
+    PassPlan inference_plan_, inference_half_plan_, tile_training_plan_, warp_training_plan_, wgmma_training_plan_;
     bool has_tile_training_ = false, has_warp_training_ = false, has_wgmma_training_ = false;
     uint32_t warp_min_batch_ = UINT32_MAX;
     DeviceMemory master_;    // fp32 weights, caller layout

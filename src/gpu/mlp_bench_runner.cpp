@@ -13,6 +13,8 @@ namespace fusedngp::gpu {
 
 namespace {
 
+constexpr uint64_t kInputSeed = 10;
+
 GpuMlpConfig network_config(const MlpBenchSettings& s, const MlpBenchCase& c) {
     return {s.n_in, s.n_out, c.width, c.depth, Activation::ReLU, Activation::None};
 }
@@ -46,7 +48,7 @@ MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& p
 MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_batch)
     : settings_(settings),
       max_batch_(max_batch),
-      inputs_(kDefaultRotations, (size_t)max_batch * settings.n_in, 1.f, 10),
+      inputs_(kDefaultRotations, (size_t)max_batch * settings.n_in, 1.f, kInputSeed),
       targets_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1.f, 20),
       // Small, like a mean-reduced loss gradient over a large batch.
       douts_(kDefaultRotations, (size_t)max_batch * settings.n_out, 1e-6f, 30),
@@ -59,6 +61,9 @@ MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_ba
 }
 
 std::string MlpBenchRunner::unsupported_reason(const MlpBenchCase& c) const {
+    if (c.io != "fp32" && c.io != "fp16") return "unknown io '" + c.io + "'";
+    if (c.io == "fp16" && !(c.kernel == "fused" && c.pass == "inference"))
+        return "fp16 I/O is measured for the fused kernel's inference only";
     if (c.kernel == "fused") return fused_unsupported_reason(network_config(settings_, c));
     if (c.kernel == "cublas") return "";
     return "unknown kernel '" + c.kernel + "'";
@@ -85,6 +90,20 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     const uint32_t batch = c.batch;
     const int warmup = settings_.warmup, iters = settings_.iters;
 
+    if (c.pass == "inference" && c.io == "fp16") {
+        auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
+        result.resources = resources_of(*fused_mlp, fused_mlp->inference_half_plan(), c.batch, sm_count_,
+                                        max_warps_per_sm_);
+        if (!inputs_half_) {
+            inputs_half_ = std::make_unique<RotatedHalfBuffers>(kDefaultRotations, (size_t)max_batch_ * settings_.n_in,
+                                                                1.f, kInputSeed);
+            out_half_ = DeviceMemory((size_t)max_batch_ * settings_.n_out * sizeof(__half));
+        }
+        __half* out16 = out_half_.as<__half>();
+        result.ms = time_median_ms(warmup, iters,
+                                   [&](int i) { fused_mlp->inference_half(inputs_half_->at(i), out16, batch, nullptr); });
+        return result;
+    }
     if (c.pass == "inference") {
         result.ms = time_median_ms(warmup, iters, [&](int i) { mlp->inference(inputs_.at(i), out, batch, nullptr); });
         return result;

@@ -1,10 +1,12 @@
 // The GPU side of `fusedngp bench mlp`: times one (kernel, pass, width,
 // depth, batch) case of the benchmark MLP n_in -> W x depth -> n_out (no
-// bias, ReLU, fp16 operands with fp32 accumulation, fp32 data in and out).
+// bias, ReLU, fp16 operands with fp32 accumulation; fp32 data in and out,
+// or fp16 (MlpBenchCase::io, the fused kernel's inference).
 //
 // What a case times (CUDA events, median of `iters` after `warmup` calls,
 // inputs rotated over kDefaultRotations buffers, see mlp_timing.h):
-//   inference, any kernel: inference(in -> out).
+//   inference, any kernel: inference(in -> out); io "fp16": the fused
+//                  kernel's inference_half (fp16 in, fp16 out).
 //   train, fused:  FusedMlp::train_step with the L2 loss: forward, loss
 //                  gradient, backward and the weight gradients dL/dW in one
 //                  fused launch sequence; no dL/dinput, no optimizer.
@@ -16,14 +18,19 @@
 #include "gpu/fused_mlp.h"
 #include "gpu/mlp_timing.h"
 
+#include <cuda_fp16.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace fusedngp::gpu {
 
 struct MlpBenchCase {
     std::string kernel;  // "fused" or "cublas"
     std::string pass;    // "inference" or "train"
+    std::string io = "fp32";  // the data's type in and out: "fp32" or "fp16"
     uint32_t width = 0, depth = 0, batch = 0;
     FusedMlpTuning fused_tuning;  // resource restrictions of the fused kernel (study)
 };
@@ -69,6 +76,9 @@ private:
     uint32_t max_batch_;
     RotatedBuffers inputs_, targets_, douts_;
     DeviceMemory out_;
+    // fp16 inputs (inputs_ rounded) and output, made by the first fp16 case.
+    std::unique_ptr<RotatedHalfBuffers> inputs_half_;
+    DeviceMemory out_half_;
     int max_warps_per_sm_ = 64;
     int sm_count_ = 0;
 };

@@ -50,22 +50,36 @@ DeviceMemory upload(const std::vector<float>& host) {
 // generating 2^22-row inputs on the host took seconds per benchmark call, and
 // a timing only needs values that look random within a row and addresses that
 // do not repeat (what keeps a rotation out of L2).
-RotatedBuffers::RotatedBuffers(int count, size_t floats_each, float scale, uint64_t seed) {
+namespace {
+
+// n elements on the device: a block of random values (at most 2^22, see
+// random_floats, converted to T) repeated until the buffer is full.
+template <typename T>
+DeviceMemory repeated_random(size_t n, float scale, uint64_t seed) {
     constexpr size_t kBlock = size_t(1) << 22;
-    for (int r = 0; r < std::max(count, 1); ++r) {
-        const std::vector<float> block = random_floats(std::min(floats_each, kBlock), scale, seed + r);
-        DeviceMemory d(floats_each * sizeof(float));
-        float* dst = d.as<float>();
-        if (!block.empty())
-            FUSEDNGP_CUDA_CHECK(cudaMemcpy(dst, block.data(), block.size() * sizeof(float), cudaMemcpyHostToDevice));
-        // Double the filled prefix until the buffer is full.
-        for (size_t filled = block.size(); filled < floats_each && filled > 0;) {
-            const size_t n = std::min(filled, floats_each - filled);
-            FUSEDNGP_CUDA_CHECK(cudaMemcpy(dst + filled, dst, n * sizeof(float), cudaMemcpyDeviceToDevice));
-            filled += n;
-        }
-        buffers_.push_back(std::move(d));
+    const std::vector<float> values = random_floats(std::min(n, kBlock), scale, seed);
+    const std::vector<T> block(values.begin(), values.end());
+    DeviceMemory d(n * sizeof(T));
+    T* dst = d.as<T>();
+    if (!block.empty())
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(dst, block.data(), block.size() * sizeof(T), cudaMemcpyHostToDevice));
+    // Double the filled prefix until the buffer is full.
+    for (size_t filled = block.size(); filled < n && filled > 0;) {
+        const size_t k = std::min(filled, n - filled);
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(dst + filled, dst, k * sizeof(T), cudaMemcpyDeviceToDevice));
+        filled += k;
     }
+    return d;
+}
+
+} // namespace
+
+RotatedBuffers::RotatedBuffers(int count, size_t floats_each, float scale, uint64_t seed) {
+    for (int r = 0; r < std::max(count, 1); ++r) buffers_.push_back(repeated_random<float>(floats_each, scale, seed + r));
+}
+
+RotatedHalfBuffers::RotatedHalfBuffers(int count, size_t halves_each, float scale, uint64_t seed) {
+    for (int r = 0; r < std::max(count, 1); ++r) buffers_.push_back(repeated_random<__half>(halves_each, scale, seed + r));
 }
 
 double mlp_macs_per_sample(uint32_t n_in, uint32_t width, uint32_t n_hidden_layers, uint32_t n_out) {

@@ -5,6 +5,7 @@
 
 #include "gpu/device_memory.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -33,6 +34,16 @@ public:
     RotatedBuffers(int count, size_t floats_each, float scale, uint64_t seed);
     const float* at(int i) const { return buffers_[(size_t)i % buffers_.size()].as<float>(); }
     int count() const { return (int)buffers_.size(); }
+
+private:
+    std::vector<DeviceMemory> buffers_;
+};
+// RotatedBuffers of fp16 values: the same values as RotatedBuffers with the
+// same seed and scale, rounded.
+class RotatedHalfBuffers {
+public:
+    RotatedHalfBuffers(int count, size_t halves_each, float scale, uint64_t seed);
+    const __half* at(int i) const { return buffers_[(size_t)i % buffers_.size()].as<__half>(); }
 
 private:
     std::vector<DeviceMemory> buffers_;
