@@ -125,6 +125,15 @@ FUSEDNGP_HD bool warp_train_variant_compiled(uint32_t width, const WarpTrainVari
     return false;
 }
 
+// Whether the variant has a kernel for fp16 input (KernelArgs::in_half): the
+// ReLU flavour without the fused loss's extras (calls with extras, or other
+// activations, take fp16 input through the block-tile kernel instead:
+// FusedMlp::train_step_half). One more kernel set, not one per flavour and
+// extras, to keep the build short.
+FUSEDNGP_HD bool warp_train_half_compiled(const WarpTrainVariant& v) {
+    return v.flavor == kWarpRelu && !v.always_extras;
+}
+
 // Dynamic shared memory of the warp training kernel: the turn mbarriers of
 // the shared mode (8 bytes per 16-output stripe of every layer and warp,
 // padded to 16 bytes), both fp16 fragment buffers (w_fwd, w_bwd), the fp32
@@ -161,10 +170,11 @@ cudaError_t launch_warp_train(const KernelArgs& args, const WarpTrainVariant& v,
                               cudaStream_t stream);
 namespace detail {
 // The kernel of a variant of flavour RELU ? kWarpRelu : 0, with or without the
-// extras (null when not compiled); each flavour in its own file
+// extras, for fp32 or fp16 (half) input (null when not compiled:
+// warp_train_variant_compiled, warp_train_half_compiled); each flavour in its own file
 // (fused_mlp_warp_train[_relu]_w<W>.cu), so the two build in parallel.
 template <int W, bool RELU>
-const void* warp_train_kernel(const WarpTrainVariant& v, bool extras);
+const void* warp_train_kernel(const WarpTrainVariant& v, bool extras, bool half);
 } // namespace detail
 
 #define FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(W)                                                                       \
@@ -172,8 +182,8 @@ const void* warp_train_kernel(const WarpTrainVariant& v, bool extras);
     extern template cudaError_t launch_warp_train<W>(const KernelArgs&, const WarpTrainVariant&, uint32_t, size_t,  \
                                                      cudaStream_t);                                              \
     namespace detail {                                                                                             \
-    extern template const void* warp_train_kernel<W, false>(const WarpTrainVariant&, bool);                        \
-    extern template const void* warp_train_kernel<W, true>(const WarpTrainVariant&, bool);                         \
+    extern template const void* warp_train_kernel<W, false>(const WarpTrainVariant&, bool, bool);                  \
+    extern template const void* warp_train_kernel<W, true>(const WarpTrainVariant&, bool, bool);                   \
     }
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(16)
 FUSEDNGP_DECLARE_WARP_TRAIN_WIDTH(32)

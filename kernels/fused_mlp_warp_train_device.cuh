@@ -66,6 +66,7 @@
 
 #include <cuda_fp16.h>
 #include <cstdint>
+#include <type_traits>
 
 namespace fusedngp::gpu::detail {
 
@@ -162,11 +163,60 @@ __device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const 
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+// async_load_slab_input for fp16 input (KernelArgs::in_half): the same slots,
+// each pair's two halves in the slot's first word. Pairs go by 4-byte
+// cp.async (n_in even, pointer 4-byte aligned: vec2), or else by ordinary
+// loads and stores (cp.async has no 2-byte size); a lane reads back only its
+// own slots, after cp.async.wait_all, either way.
+template <int KT>
+__device__ __forceinline__ void async_load_slab_half(float2* stage_lane, const __half* __restrict__ in, uint32_t n_in,
+                                                     uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
+    const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const uint32_t r = row0 + g + 8u * h;
+        const bool row_ok = r < batch;
+        const __half* src = in + (size_t)(row_ok ? r : 0u) * n_in;
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const uint32_t c = kt * 16u + 2u * t + 8u * q;
+                float2* dst = stage_lane + (kt * 4 + h + 2 * q) * 32;
+                if (vec2) {
+                    const bool ok = row_ok && c < n_in;
+                    cp_async_zfill(dst, ok ? src + c : in, 4u, ok ? 4u : 0u);
+                } else {
+                    const uint32_t bits =
+                        row_ok ? half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16 : 0u;
+                    *reinterpret_cast<uint32_t*>(dst) = bits;
+                }
+            }
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// The next slab's input into registers (per-warp mode), fp32 or fp16 (HALF).
+template <bool HALF, int KT_IN>
+__device__ __forceinline__ void load_train_slab(std::conditional_t<HALF, SlabHalfInput<1, KT_IN>, SlabInput<1, KT_IN>>& s,
+                                                const KernelArgs& p, uint32_t row0, bool vec2, uint32_t lane) {
+    if constexpr (HALF) load_slab_half(s, p.in_half, p.shape.n_in, p.batch, row0, vec2, lane);
+    else load_slab_input(s, p.in, p.shape.n_in, p.batch, row0, vec2, lane);
+}
+// The same into the warp's staging area (shared mode).
+template <bool HALF, int KT_IN>
+__device__ __forceinline__ void stage_train_slab(float2* stage_lane, const KernelArgs& p, uint32_t row0, bool vec2,
+                                                 uint32_t lane) {
+    if constexpr (HALF) async_load_slab_half<KT_IN>(stage_lane, p.in_half, p.shape.n_in, p.batch, row0, vec2, lane);
+    else async_load_slab_input<KT_IN>(stage_lane, p.in, p.shape.n_in, p.batch, row0, vec2, lane);
+}
+
 // The kernel body; SHARED selects the shared mode (WarpDwMode), RELU the
 // ReLU flavour (kWarpRelu: hidden ReLU and output None compiled in, whatever
-// the shape says; the planner picks it only for such networks). The three
-// __global__ kernels below differ only in their launch bounds.
-template <int W, int KT_IN, bool SHARED, bool RELU, bool EXTRAS>
+// the shape says; the planner picks it only for such networks), HALF fp16
+// input (KernelArgs::in_half). The three __global__ kernels below differ only
+// in their launch bounds.
+template <int W, int KT_IN, bool SHARED, bool RELU, bool EXTRAS, bool HALF>
 __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     constexpr int NT = W / 8;   // n8 tiles of a hidden layer
     constexpr int KT = W / 16;  // k16 tiles of a hidden layer
@@ -184,7 +234,9 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 
     const uint32_t n_in = sh.n_in, n_out = sh.n_out, D = sh.n_hidden;
     const uint32_t kt_in = sh.n_in_pad / 16u, kt_out = sh.n_out_pad / 16u;
-    const bool vec2_in = n_in % 2u == 0 && reinterpret_cast<uintptr_t>(p.in) % 8u == 0;
+    // Pairs of input elements in one access: 8 bytes (fp32) or 4 (fp16).
+    const bool vec2_in = n_in % 2u == 0 && (HALF ? reinterpret_cast<uintptr_t>(p.in_half) % 4u == 0
+                                                 : reinterpret_cast<uintptr_t>(p.in) % 8u == 0);
     const bool vec2_out = p.out != nullptr && n_out % 2u == 0 && reinterpret_cast<uintptr_t>(p.out) % 8u == 0;
     const float* loss_src = p.loss == LossKind::FromGradient ? p.dout : p.target;
     const bool vec2_loss = n_out % 2u == 0 && reinterpret_cast<uintptr_t>(loss_src) % 8u == 0;
@@ -196,9 +248,9 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
 
     // The next slab's input: in registers (per-warp mode) or in the warp's
     // staging area (shared mode, s_stage below; issued once it is known).
-    SlabInput<1, KT_IN> next;
+    std::conditional_t<HALF, SlabHalfInput<1, KT_IN>, SlabInput<1, KT_IN>> next;
     if constexpr (!kShared)
-        if (slab < n_slabs) load_slab_input(next, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
+        if (slab < n_slabs) load_train_slab<HALF, KT_IN>(next, p, slab * kSlabRows, vec2_in, lane);
 
     // Shared memory (warp_train_smem_bytes): turn mbarriers (shared mode:
     // warp-major, one per stripe) | w_fwd | w_bwd | dW sums (one per warp, or
@@ -220,7 +272,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     float2* s_stage = reinterpret_cast<float2*>(s_act_all + (size_t)kWarps * act_slots * 32u) +
                       (size_t)warp * (KT_IN * 4u * 32u) + lane;
     if constexpr (kShared)
-        if (slab < n_slabs) async_load_slab_input<KT_IN>(s_stage, p.in, n_in, p.batch, slab * kSlabRows, vec2_in, lane);
+        if (slab < n_slabs) stage_train_slab<HALF, KT_IN>(s_stage, p, slab * kSlabRows, vec2_in, lane);
     {
         const uint32_t n16 = (uint32_t)(P * 2u / 16u);
         const uint4* src_f = reinterpret_cast<const uint4*>(p.w_fwd);
@@ -287,8 +339,13 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
             for (int kt = 0; kt < KT_IN; ++kt) {
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    const float2 x = kShared ? s_stage[(kt * 4 + i) * 32] : next.x[0][kt][i];
-                    a_in[0][kt][i] = pack_half2(x.x, x.y);
+                    if constexpr (HALF) {
+                        a_in[0][kt][i] = kShared ? *reinterpret_cast<const uint32_t*>(s_stage + (kt * 4 + i) * 32)
+                                                 : next.x[0][kt][i];
+                    } else {
+                        const float2 x = kShared ? s_stage[(kt * 4 + i) * 32] : next.x[0][kt][i];
+                        a_in[0][kt][i] = pack_half2(x.x, x.y);
+                    }
                 }
                 s_act[(size_t)kt * 32u] = make_uint4(a_in[0][kt][0], a_in[0][kt][1], a_in[0][kt][2], a_in[0][kt][3]);
             }
@@ -296,10 +353,9 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                 // (The staging area is overwritten only after its values were
                 // used above.)
                 if constexpr (kShared)
-                    async_load_slab_input<KT_IN>(s_stage, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows,
-                                                 vec2_in, lane);
+                    stage_train_slab<HALF, KT_IN>(s_stage, p, (slab + total_warps) * kSlabRows, vec2_in, lane);
                 else
-                    load_slab_input(next, p.in, n_in, p.batch, (slab + total_warps) * kSlabRows, vec2_in, lane);
+                    load_train_slab<HALF, KT_IN>(next, p, (slab + total_warps) * kSlabRows, vec2_in, lane);
                 // Shared mode: the next slab's dL/dout or target rows (read at
                 // its output layer) into L2, one 128-byte line per lane, the
                 // first 4 KB (all of it for n_out <= 64). (Not in the
@@ -516,10 +572,10 @@ constexpr int warp_train_min_blocks() { return W == 16 && KT_IN <= 2 && RELU ? 6
 // in. The ReLU flavour also comes without them (EXTRAS = false, picked at
 // launch when a call needs none: needs_fused_loss_extras); flavour 0 always
 // has them.
-template <int W, int KT_IN, bool RELU, bool EXTRAS>
+template <int W, int KT_IN, bool RELU, bool EXTRAS, bool HALF>
 __global__ void __launch_bounds__(kWarpKernelThreads, warp_train_min_blocks<W, KT_IN, RELU>())
     fused_mlp_warp_train_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, false, RELU, EXTRAS>(p);
+    warp_train_body<W, KT_IN, false, RELU, EXTRAS, HALF>(p);
 }
 // Shared mode, up to kMaxWarpTrainWarps warps (at most 65536 / 384 = 170 registers).
 // ReLU flavour at W = 32, n_in <= 32 (the W32 plan, 8-warp blocks): at most
@@ -529,18 +585,18 @@ __global__ void __launch_bounds__(kWarpKernelThreads, warp_train_min_blocks<W, K
 template <int W, int KT_IN, bool RELU>
 constexpr int warp_train_shared_min_blocks() { return W == 32 && KT_IN <= 2 && RELU ? 2 : 1; }
 
-template <int W, int KT_IN, bool RELU, bool EXTRAS>
+template <int W, int KT_IN, bool RELU, bool EXTRAS, bool HALF>
 __global__ void __launch_bounds__(kMaxWarpTrainWarps * 32, warp_train_shared_min_blocks<W, KT_IN, RELU>())
     fused_mlp_warp_train_shared_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true, RELU, EXTRAS>(p);
+    warp_train_body<W, KT_IN, true, RELU, EXTRAS, HALF>(p);
 }
 // Shared mode, up to kMaxWarpTrain128Warps warps and 2 blocks per SM: 128
 // registers, 16 warps per SM (W = 64: no spills at kt_in 1 and 2, 8 bytes at
 // 4; with the input in registers instead of the staging area it spilled
 // 288 bytes at kt_in = 2).
-template <int W, int KT_IN, bool RELU, bool EXTRAS>
+template <int W, int KT_IN, bool RELU, bool EXTRAS, bool HALF>
 __global__ void __launch_bounds__(kMaxWarpTrain128Warps * 32, 2) fused_mlp_warp_train_shared128_kernel(const KernelArgs p) {
-    warp_train_body<W, KT_IN, true, RELU, EXTRAS>(p);
+    warp_train_body<W, KT_IN, true, RELU, EXTRAS, HALF>(p);
 }
 
 } // namespace fusedngp::gpu::detail

@@ -56,6 +56,15 @@ FUSEDNGP_WGMMA_HD float load_global(const float* p) {
 #endif
 }
 
+// The raw bits of one fp16 input element (KernelArgs::in_half), likewise.
+FUSEDNGP_WGMMA_HD uint32_t load_global_half_bits(const __half* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const unsigned short*>(p));
+#else
+    return *reinterpret_cast<const unsigned short*>(p);
+#endif
+}
+
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = kWarpgroups * kWarpgroupThreads;
 constexpr int kTileRows = kWarpgroups * kWarpgroupRows;  // rows per block tile
@@ -289,6 +298,16 @@ FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
             const uint32_t k = 16u * s + pos.col;
+            if (p.in_half != nullptr) {  // fp16 input: the fragment's halves as they are
+                uint32_t b0 = 0u, b1 = 0u;
+                if (pos.row < valid) {
+                    const __half* src = p.in_half + size_t(row0 + pos.row) * n_in;
+                    if (k < n_in) b0 = load_global_half_bits(src + k);
+                    if (k + 1 < n_in) b1 = load_global_half_bits(src + k + 1);
+                }
+                xa[s][r] = b0 | b1 << 16;
+                continue;
+            }
             float v0 = 0.f, v1 = 0.f;
             if (pos.row < valid) {
                 const float* src = p.in + size_t(row0 + pos.row) * n_in;
@@ -576,8 +595,10 @@ __device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* s
 __device__ __forceinline__ void prefetch_input_l2(const KernelArgs& p, uint32_t tile) {
     if (!p.l2_prefetch || tile >= p.n_tiles) return;
     const uint32_t row0 = tile * kTileRows, rows = min(uint32_t(kTileRows), p.batch - row0);
-    const size_t bytes = size_t(rows) * p.shape.n_in * sizeof(float);
-    const char* base = reinterpret_cast<const char*>(p.in + size_t(row0) * p.shape.n_in);
+    const bool half = p.in_half != nullptr;
+    const size_t bytes = size_t(rows) * p.shape.n_in * (half ? sizeof(__half) : sizeof(float));
+    const char* base = half ? reinterpret_cast<const char*>(p.in_half + size_t(row0) * p.shape.n_in)
+                            : reinterpret_cast<const char*>(p.in + size_t(row0) * p.shape.n_in);
     for (size_t off = size_t(threadIdx.x) * 128u; off < bytes; off += size_t(kThreads) * 128u)
         asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off));
 }

@@ -133,22 +133,21 @@ TEST_F(BenchCli, RestrictionsNameTheVariantOfFusedRowsOnly) {
     EXPECT_EQ(fields_of(lines[1]).at("variant"), "rtx3090_smem");
 }
 
-// fp16 I/O is planned for the fused kernel's inference only; every other
-// kernel and pass keeps its fp32 row.
-TEST_F(BenchCli, HalfIoRowsAreTheFusedInferenceOnly) {
+// fp16 I/O is planned for the fused kernel only; cuBLAS keeps its fp32 rows.
+TEST_F(BenchCli, HalfIoRowsAreTheFusedKernelsOnly) {
     const fs::path csv = dir / "io.csv";
     CliResult r = run_cli("bench mlp --dry-run --widths 32 --batches 2^16 --io fp32,fp16 --csv " + csv.string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::string> lines = split(read_text(csv.string()), '\n');
     lines.pop_back();
-    ASSERT_EQ(lines.size(), 1u + 5u) << read_text(csv.string());
+    ASSERT_EQ(lines.size(), 1u + 6u) << read_text(csv.string());
     std::vector<std::string> seen;
     for (size_t i = 1; i < lines.size(); ++i) {
         const auto f = fields_of(lines[i]);
         seen.push_back(f.at("kernel") + "/" + f.at("pass") + "/" + f.at("io"));
     }
     EXPECT_EQ(seen, (std::vector<std::string>{"fused/inference/fp32", "fused/inference/fp16", "fused/train/fp32",
-                                              "cublas/inference/fp32", "cublas/train/fp32"}));
+                                              "fused/train/fp16", "cublas/inference/fp32", "cublas/train/fp32"}));
     EXPECT_NE(r.out.find("fp16"), std::string::npos) << r.out;
     EXPECT_EQ(run_cli("bench mlp --dry-run --io fp8").exit_code, 2);
 }

@@ -611,12 +611,10 @@ void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, fl
     run_training_kernel(args, plan, d_dweights, stream, accumulate, nullptr);
 }
 
-void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
-                          float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate,
-                          float* d_mean_loss, unsigned int* d_din_nonfinite) {
+KernelArgs FusedMlp::fused_loss_args(const float* d_in, const PassPlan& plan, const float* d_target, LossKind loss,
+                                    float* d_out, float* d_din, uint32_t batch, unsigned int* d_din_nonfinite) const {
     if (loss == LossKind::FromGradient)
         throw std::invalid_argument("FusedMlp::train_step: loss must be L1, L2 or RelativeL2");
-    const PassPlan& plan = training_plan_for(batch);
     KernelArgs args = base_args(d_in, batch, plan);
     args.loss = loss;
     args.target = d_target;
@@ -625,6 +623,36 @@ void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind los
     args.nonfinite_flag = d_din_nonfinite;
     // As the GPU loss's 1 / n (exact for n < 2^24 either way).
     args.loss_norm = batch > 0 ? 1.f / (float)((size_t)batch * shape_.n_out) : 0.f;
+    return args;
+}
+
+void FusedMlp::train_step(const float* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
+                          float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate,
+                          float* d_mean_loss, unsigned int* d_din_nonfinite) {
+    const PassPlan& plan = training_plan_for(batch);
+    KernelArgs args = fused_loss_args(d_in, plan, d_target, loss, d_out, d_din, batch, d_din_nonfinite);
+    run_training_kernel(args, plan, d_dweights, stream, accumulate, d_mean_loss);
+}
+
+// The warp training kernel has fp16-input kernels for its lean ReLU kernels
+// only (warp_train_half_compiled); a call that would run another warp kernel
+// runs the block-tile kernel, which reads either type.
+const FusedMlp::PassPlan& FusedMlp::training_half_plan_for(uint32_t batch, bool extras) const {
+    const PassPlan& plan = training_plan_for(batch);
+    if (!plan.warp || (warp_train_half_compiled(plan.warp_train) && !extras) || !has_tile_training_) return plan;
+    return tile_training_plan_;
+}
+
+void FusedMlp::train_step_half(const __half* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
+                               float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate,
+                               float* d_mean_loss, unsigned int* d_din_nonfinite) {
+    const bool extras = d_mean_loss != nullptr || d_din_nonfinite != nullptr || loss == LossKind::RelativeL2;
+    const PassPlan& plan = training_half_plan_for(batch, extras);
+    if (plan.warp && !(warp_train_half_compiled(plan.warp_train) && !extras))
+        throw std::invalid_argument("FusedMlp::train_step_half: no kernel takes fp16 input for this network and call "
+                                    "(the warp training kernel only, without the block-tile one)");
+    KernelArgs args = fused_loss_args(nullptr, plan, d_target, loss, d_out, d_din, batch, d_din_nonfinite);
+    args.in_half = d_in;
     run_training_kernel(args, plan, d_dweights, stream, accumulate, d_mean_loss);
 }
 

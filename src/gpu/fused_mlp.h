@@ -6,8 +6,8 @@
 // weights (fp32 accumulation) made by set_params*.
 //
 // Data: batch-major fp32 device arrays, row = sample ([batch][n_in] in,
-// [batch][n_out] out), any batch size; inference also on fp16 arrays
-// (inference_half).
+// [batch][n_out] out), any batch size; inference and train_step also on fp16
+// input (inference_half, also fp16 out; train_step_half).
 //
 // Training API. forward() stores nothing: the training kernel recomputes the
 // forward pass on chip for each tile of rows instead of keeping activations
@@ -234,6 +234,14 @@ public:
                     float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false,
                     float* d_mean_loss = nullptr, unsigned int* d_din_nonfinite = nullptr);
 
+    // train_step on fp16 input (d_in: [batch][n_in] halves, read by the
+    // kernels as they are, the first layer's operand; the target and every
+    // other array fp32). Same results as train_step on the same values in
+    // fp32 (the kernels round that input to fp16 at the same point).
+    void train_step_half(const __half* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
+                         float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate = false,
+                         float* d_mean_loss = nullptr, unsigned int* d_din_nonfinite = nullptr);
+
     const PassPlan& inference_plan() const { return inference_plan_; }
     const PassPlan& inference_half_plan() const { return inference_half_plan_; }
     // The training plan of large batches: the wgmma kernel's where it
@@ -245,6 +253,9 @@ public:
     }
     // The training plan a call with this batch runs (choose_warp_training).
     const PassPlan& training_plan_for(uint32_t batch) const;
+    // The plan a train_step_half call runs (extras: it asks for a mean loss,
+    // the dL/dinput flag or RelativeL2, needs_fused_loss_extras).
+    const PassPlan& training_half_plan_for(uint32_t batch, bool extras) const;
     // Smallest batch that runs the warp training kernel (UINT32_MAX: never).
     uint32_t warp_training_min_batch() const { return warp_min_batch_; }
     // Rows per tile a call with this batch uses (the plan's, or fewer, see
@@ -269,6 +280,8 @@ private:
     void finish_plan(PassPlan& plan) const;
     int warp_input_tiles() const;
     KernelArgs base_args(const float* d_in, uint32_t batch, const PassPlan& plan) const;
+    KernelArgs fused_loss_args(const float* d_in, const PassPlan& plan, const float* d_target, LossKind loss,
+                               float* d_out, float* d_din, uint32_t batch, unsigned int* d_din_nonfinite) const;
     void run_training_kernel(KernelArgs args, const PassPlan& plan, float* d_dweights, cudaStream_t stream,
                              bool accumulate, float* d_mean_loss);
 

@@ -62,8 +62,7 @@ MlpBenchRunner::MlpBenchRunner(const MlpBenchSettings& settings, uint32_t max_ba
 
 std::string MlpBenchRunner::unsupported_reason(const MlpBenchCase& c) const {
     if (c.io != "fp32" && c.io != "fp16") return "unknown io '" + c.io + "'";
-    if (c.io == "fp16" && !(c.kernel == "fused" && c.pass == "inference"))
-        return "fp16 I/O is measured for the fused kernel's inference only";
+    if (c.io == "fp16" && c.kernel != "fused") return "fp16 I/O is measured for the fused kernel only";
     if (c.kernel == "fused") return fused_unsupported_reason(network_config(settings_, c));
     if (c.kernel == "cublas") return "";
     return "unknown kernel '" + c.kernel + "'";
@@ -90,18 +89,26 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     const uint32_t batch = c.batch;
     const int warmup = settings_.warmup, iters = settings_.iters;
 
-    if (c.pass == "inference" && c.io == "fp16") {
-        auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
-        result.resources = resources_of(*fused_mlp, fused_mlp->inference_half_plan(), c.batch, sm_count_,
-                                        max_warps_per_sm_);
+    if (c.io == "fp16") {
         if (!inputs_half_) {
             inputs_half_ = std::make_unique<RotatedHalfBuffers>(kDefaultRotations, (size_t)max_batch_ * settings_.n_in,
                                                                 1.f, kInputSeed);
             out_half_ = DeviceMemory((size_t)max_batch_ * settings_.n_out * sizeof(__half));
         }
+        auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
+        const bool train = c.pass == "train";
+        result.resources = resources_of(*fused_mlp,
+                                        train ? fused_mlp->training_half_plan_for(batch, false)
+                                              : fused_mlp->inference_half_plan(),
+                                        batch, sm_count_, max_warps_per_sm_);
         __half* out16 = out_half_.as<__half>();
-        result.ms = time_median_ms(warmup, iters,
-                                   [&](int i) { fused_mlp->inference_half(inputs_half_->at(i), out16, batch, nullptr); });
+        result.ms = time_median_ms(warmup, iters, [&](int i) {
+            if (train)
+                fused_mlp->train_step_half(inputs_half_->at(i), targets_.at(i), LossKind::L2, nullptr, nullptr, dw,
+                                           batch, nullptr);
+            else
+                fused_mlp->inference_half(inputs_half_->at(i), out16, batch, nullptr);
+        });
         return result;
     }
     if (c.pass == "inference") {

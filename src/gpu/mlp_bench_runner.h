@@ -1,7 +1,7 @@
 // The GPU side of `fusedngp bench mlp`: times one (kernel, pass, width,
 // depth, batch) case of the benchmark MLP n_in -> W x depth -> n_out (no
 // bias, ReLU, fp16 operands with fp32 accumulation; fp32 data in and out,
-// or fp16 (MlpBenchCase::io, the fused kernel's inference).
+// or fp16 input (MlpBenchCase::io, the fused kernel; fp16 output in inference).
 //
 // What a case times (CUDA events, median of `iters` after `warmup` calls,
 // inputs rotated over kDefaultRotations buffers, see mlp_timing.h):
@@ -10,6 +10,7 @@
 //   train, fused:  FusedMlp::train_step with the L2 loss: forward, loss
 //                  gradient, backward and the weight gradients dL/dW in one
 //                  fused launch sequence; no dL/dinput, no optimizer.
+//                  io "fp16": train_step_half (fp16 input, fp32 target).
 //   train, cublas: CublasMlp forward + backward with dL/dW (no dL/dinput,
 //                  no optimizer). dL/dout comes from a precomputed buffer:
 //                  the elementwise loss-gradient kernel is not counted.

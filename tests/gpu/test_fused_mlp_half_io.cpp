@@ -1,5 +1,5 @@
 // FusedMlp::inference_half (fp16 in, fp16 out) against the double-precision
-// reference and against the fp32 path.
+// reference and against the fp32 path; train_step_half against train_step.
 //
 // Inputs and weights lie on the fp16 grid, so fp32 inference converts the
 // input exactly and runs the same products: its output rounded to fp16 must
@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -214,6 +215,128 @@ TEST(FusedMlpHalfIoPlan, FlavourFollowsTheFp32Plan) {
     EXPECT_FALSE(wide.inference_half_plan().warp);
     EXPECT_EQ(wide.inference_half_plan().rows_per_tile, wide.inference_plan().rows_per_tile);
 }
+
+// ---- train_step_half ------------------------------------------------------------------
+
+struct HalfTrainCase {
+    uint32_t width = 32, depth = 2, batch = 200003, n_in = 32, n_out = 16;
+    Activation hidden = Activation::ReLU;
+    FusedMlpTuning tuning{};
+    uint32_t in_offset = 0;
+    bool mean_loss = false;  // ask for the mean loss (the fused loss's extras)
+    std::string label;
+};
+
+std::string half_train_case_name(const HalfTrainCase& c) {
+    return c.label + "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) +
+           "_in" + std::to_string(c.n_in) + "_off" + std::to_string(c.in_offset) + (c.mean_loss ? "_loss" : "");
+}
+
+void PrintTo(const HalfTrainCase& c, std::ostream* os) { *os << half_train_case_name(c); }
+
+// train_step_half against train_step on the same fp16-grid values: the same
+// kernel (when one takes fp16 input) rounds the fp32 input to exactly these
+// halves, so outputs, dL/dW and the mean loss are the same bits. A call the
+// warp kernel has no fp16 kernel for (the fused loss's extras) runs the
+// block-tile kernel: then the same values within fp32 summation order.
+void check_half_train(const HalfTrainCase& c) {
+    std::mt19937_64 rng(c.width * 13 + c.depth * 7 + c.batch + c.n_in);
+    reference::MlpDims d;
+    d.n_in = c.n_in, d.width = c.width, d.n_hidden = c.depth, d.n_out = c.n_out, d.hidden = c.hidden;
+    const std::vector<float> params = to_float(random_params(d, rng));
+    const std::vector<double> in = random_values((size_t)c.batch * c.n_in, 1.0, true, rng);
+    const std::vector<float> target = to_float(random_values((size_t)c.batch * c.n_out, 1.0, false, rng));
+
+    FusedMlp mlp(FusedMlpConfig{c.n_in, c.n_out, c.width, c.depth, c.hidden, Activation::None}, c.tuning);
+    mlp.set_params(params.data());
+    const FusedMlp::PassPlan& plan32 = mlp.training_plan_for(c.batch);
+    const FusedMlp::PassPlan& plan16 = mlp.training_half_plan_for(c.batch, c.mean_loss);
+    const bool same_kernel = &plan32 == &plan16;
+    std::vector<__half> in_h(c.in_offset + in.size());
+    for (size_t i = 0; i < in.size(); ++i) in_h[c.in_offset + i] = __float2half_rn((float)in[i]);
+    DeviceHalves d_in16(in_h.size());
+    d_in16.upload(in_h);
+    DeviceFloats d_in(to_float(in)), d_target(target), d_out32((size_t)c.batch * c.n_out),
+        d_out16((size_t)c.batch * c.n_out), d_dw32(mlp.n_params()), d_dw16(mlp.n_params()), d_loss(2);
+    mlp.train_step(d_in.ptr(), d_target.ptr(), LossKind::L2, d_out32.ptr(), nullptr, d_dw32.ptr(), c.batch, nullptr,
+                   false, c.mean_loss ? d_loss.ptr() : nullptr);
+    mlp.train_step_half(d_in16.ptr() + c.in_offset, d_target.ptr(), LossKind::L2, d_out16.ptr(), nullptr, d_dw16.ptr(),
+                        c.batch, nullptr, false, c.mean_loss ? d_loss.ptr() + 1 : nullptr);
+    FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> out32 = d_out32.download(), out16 = d_out16.download();
+    const std::vector<float> dw32 = d_dw32.download(), dw16 = d_dw16.download(), loss = d_loss.download();
+    ASSERT_TRUE(all_finite(out16) && all_finite(dw16)) << mlp.describe();
+    double dw_norm = 0;
+    for (float v : dw32) dw_norm += (double)v * v;
+    ASSERT_GT(dw_norm, 0.0);
+    if (same_kernel) {
+        EXPECT_EQ(std::memcmp(out32.data(), out16.data(), out32.size() * sizeof(float)), 0) << mlp.describe();
+        EXPECT_EQ(std::memcmp(dw32.data(), dw16.data(), dw32.size() * sizeof(float)), 0) << mlp.describe();
+        if (c.mean_loss) {
+            EXPECT_EQ(loss[0], loss[1]);
+        }
+    } else {
+        const std::vector<double> dw_ref(dw32.begin(), dw32.end()), out_ref(out32.begin(), out32.end());
+        EXPECT_LE(relative_error(dw16, dw_ref, 0, {}), 1e-4) << mlp.describe();
+        EXPECT_LE(relative_error(out16, out_ref, 0, {}), 1e-6) << mlp.describe();
+        if (c.mean_loss) {
+            EXPECT_NEAR(loss[0], loss[1], 1e-5 * std::fabs(loss[0]));
+        }
+    }
+    const char* kernel = plan16.wgmma ? "wgmma" : (plan16.warp ? "warp" : (same_kernel ? "tile" : "tile (fallback)"));
+    std::printf("[ kernel ] %-40s %s\n", half_train_case_name(c).c_str(), kernel);
+}
+
+std::vector<HalfTrainCase> half_train_cases() {
+    std::vector<HalfTrainCase> cases;
+    auto add = [&](const char* label, uint32_t w, uint32_t depth, uint32_t batch) {
+        HalfTrainCase c;
+        c.label = label;
+        c.width = w;
+        c.depth = depth;
+        c.batch = batch;
+        cases.push_back(c);
+        return &cases.back();
+    };
+    for (uint32_t w : {16u, 32u, 64u, 128u, 256u}) {
+        add("auto_", w, 2, 300007);  // the default plan at a large batch (wgmma at W 64/128 on Hopper)
+        add("auto_", w, 2, 1001);    // the block-tile kernel below the crossover
+        add("auto_", w, 3, 300007);
+        add("tile_", w, 2, 20011)->tuning.tile_training = true;
+        HalfTrainCase* odd = add("tile_", w, 2, 1001);
+        odd->tuning.tile_training = true;
+        odd->n_in = 17;
+        odd->in_offset = 1;
+        add("loss_", w, 2, 300007)->mean_loss = true;
+    }
+    // The warp kernel's modes, forced, with the pair loads and their fallbacks.
+    for (uint32_t w : {16u, 32u, 64u})
+        for (int mode : {0, 1}) {
+            for (uint32_t n_in : {32u, 17u, 64u})
+                for (uint32_t offset : {0u, 1u}) {
+                    HalfTrainCase* c = add(mode == 0 ? "warp_" : "warpshared_", w, 2, 100003);
+                    c->tuning.force_warp_training = true;
+                    c->tuning.warp_train_dw_mode = mode;
+                    c->n_in = n_in;
+                    c->in_offset = offset;
+                }
+            HalfTrainCase* act = add(mode == 0 ? "warpsilu_" : "warpsharedsilu_", w, 2, 100003);
+            act->tuning.force_warp_training = true;
+            act->tuning.warp_train_dw_mode = mode;
+            act->hidden = Activation::SiLU;  // flavour 0: no fp16 kernel, the tile kernel runs
+        }
+    return cases;
+}
+
+class FusedMlpHalfTrain : public ::testing::TestWithParam<HalfTrainCase> {};
+
+TEST_P(FusedMlpHalfTrain, SameResultsAsFp32Input) {
+    SKIP_WITHOUT_GPU();
+    check_half_train(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(TrainStep, FusedMlpHalfTrain, ::testing::ValuesIn(half_train_cases()),
+                         [](const ::testing::TestParamInfo<HalfTrainCase>& p) { return half_train_case_name(p.param); });
 
 TEST(FusedMlpHalfIoPlan, EmptyBatchWritesNothing) {
     SKIP_WITHOUT_GPU();
