@@ -238,7 +238,8 @@ void PrintTo(const HalfTrainCase& c, std::ostream* os) { *os << half_train_case_
 // kernel (when one takes fp16 input) rounds the fp32 input to exactly these
 // halves, so outputs, dL/dW and the mean loss are the same bits. A call the
 // warp kernel has no fp16 kernel for (the fused loss's extras) runs the
-// block-tile kernel: then the same values within fp32 summation order.
+// block-tile kernel: then the same values within the warp-against-tile
+// tolerances.
 void check_half_train(const HalfTrainCase& c) {
     std::mt19937_64 rng(c.width * 13 + c.depth * 7 + c.batch + c.n_in);
     reference::MlpDims d;
@@ -277,10 +278,11 @@ void check_half_train(const HalfTrainCase& c) {
         }
     } else {
         const std::vector<double> dw_ref(dw32.begin(), dw32.end()), out_ref(out32.begin(), out32.end());
-        EXPECT_LE(relative_error(dw16, dw_ref, 0, {}), 1e-4) << mlp.describe();
-        EXPECT_LE(relative_error(out16, out_ref, 0, {}), 1e-6) << mlp.describe();
+        // Another kernel: the warp-against-tile tolerances of test_fused_mlp.cpp.
+        EXPECT_LE(relative_error(dw16, dw_ref, 0, {}), 1e-2) << mlp.describe();
+        EXPECT_LE(relative_error(out16, out_ref, 0, {}), 1e-3) << mlp.describe();
         if (c.mean_loss) {
-            EXPECT_NEAR(loss[0], loss[1], 1e-5 * std::fabs(loss[0]));
+            EXPECT_NEAR(loss[0], loss[1], 1e-3 * std::fabs(loss[0]));
         }
     }
     const char* kernel = plan16.wgmma ? "wgmma" : (plan16.warp ? "warp" : (same_kernel ? "tile" : "tile (fallback)"));
