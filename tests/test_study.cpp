@@ -82,6 +82,16 @@ protected:
 
 } // namespace
 
+// bench/low_precision_study.py's e4m3 rounding against the format's 253
+// finite values, decoded from their bit patterns (fixed points, nearest
+// neighbour, ties to even, saturation at 448).
+TEST_F(StudyTooling, LowPrecisionStudyRoundsToE4m3Codes) {
+    const std::string script = std::string(FUSEDNGP_SOURCE_DIR) + "/bench/low_precision_study.py";
+    const fs::path log = dir / "self_test.log";
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + script + " --self-test", log), 0) << read_text(log.string());
+    EXPECT_NE(read_text(log.string()).find("253 finite codes"), std::string::npos) << read_text(log.string());
+}
+
 TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDuplicates) {
     ASSERT_EQ(run_reduced_sweep("run1.log"), 0) << read_text((dir / "run1.log").string());
     const fs::path csv = dir / "out" / "study.csv";
