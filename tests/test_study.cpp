@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -90,6 +91,51 @@ TEST_F(StudyTooling, LowPrecisionStudyRoundsToE4m3Codes) {
     const fs::path log = dir / "self_test.log";
     ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + script + " --self-test", log), 0) << read_text(log.string());
     EXPECT_NE(read_text(log.string()).find("253 finite codes"), std::string::npos) << read_text(log.string());
+}
+
+// The study end to end on a model the CLI trains and exports: every form's
+// row, fp16 as good as fp32 (our kernels' numerics), the work fractions.
+TEST_F(StudyTooling, LowPrecisionStudyRunsOnAnExportedImageModel) {
+    const std::string bin = FUSEDNGP_BINARY;
+    const fs::path png = dir / "small.png", model = dir / "model.safetensors", log = dir / "study.log";
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " -c \"from PIL import Image; Image.open('" + FUSEDNGP_SOURCE_DIR +
+                            "/data/astronaut.png').convert('RGB').resize((48, 40)).save('" + png.string() + "')\"",
+                        dir / "png.log"),
+              0)
+        << read_text((dir / "png.log").string());
+    ASSERT_EQ(run_shell(bin + " train --backend cpu --data " + png.string() + " --steps 60 --batch 2048 --eval-every 0 --out " +
+                            (dir / "train").string(),
+                        dir / "train.log"),
+              0)
+        << read_text((dir / "train.log").string());
+    ASSERT_EQ(run_shell(bin + " export " + (dir / "train" / "snapshot.fusedngp").string() + " --out " + model.string(),
+                        dir / "export.log"),
+              0)
+        << read_text((dir / "export.log").string());
+    const std::string script = std::string(FUSEDNGP_SOURCE_DIR) + "/bench/low_precision_study.py";
+    ASSERT_EQ(run_shell(std::string(kStudyPython) + " " + script + " image " + model.string() + " --image " + png.string(),
+                        log),
+              0)
+        << read_text(log.string());
+    // | model | form | MACs kept | PSNR |
+    std::map<std::string, std::pair<double, double>> rows;
+    for (const std::string& line : lines_of(read_text(log.string()))) {
+        std::vector<std::string> cells;
+        std::stringstream ss(line);
+        for (std::string cell; std::getline(ss, cell, '|');) cells.push_back(cell);
+        if (cells.size() < 5 || cells[2].find("form") != std::string::npos || cells[2].find("---") != std::string::npos)
+            continue;
+        std::string form = cells[2];
+        form.erase(std::remove(form.begin(), form.end(), ' '), form.end());
+        rows[form] = {std::stod(cells[3]), std::stod(cells[4])};
+    }
+    for (const char* form : {"fp32", "fp16", "fp8w", "fp8", "sparse0.5", "sparse0.35", "sparse0.25"})
+        ASSERT_TRUE(rows.count(form)) << form << "\n" << read_text(log.string());
+    EXPECT_GT(rows["fp32"].second, 15.0);  // the model learned something
+    EXPECT_NEAR(rows["fp16"].second, rows["fp32"].second, 0.05);
+    EXPECT_EQ(rows["fp8"].first, 1.0);
+    EXPECT_LT(rows["sparse0.25"].first, 1.0);  // some products skipped
+    EXPECT_LE(rows["sparse0.25"].first, rows["sparse0.5"].first);
 }
 
 TEST_F(StudyTooling, ReducedCpuSweepWritesTheSharedCsvSchemaAndResumesWithoutDuplicates) {
