@@ -137,8 +137,11 @@ struct KernelArgs {
 // training kernels (warp: ReLU flavour; tile) also exist without them: the
 // extras' code in the output layer cost the W16 warp step ~4 % even when
 // unused (registers and a branch per element).
+FUSEDNGP_HD bool fused_loss_extras(LossKind loss, bool loss_sums, bool nonfinite_flag) {
+    return loss_sums || nonfinite_flag || loss == LossKind::RelativeL2;
+}
 FUSEDNGP_HD bool needs_fused_loss_extras(const KernelArgs& a) {
-    return a.loss_partial != nullptr || a.nonfinite_flag != nullptr || a.loss == LossKind::RelativeL2;
+    return fused_loss_extras(a.loss, a.loss_partial != nullptr, a.nonfinite_flag != nullptr);
 }
 
 } // namespace fusedngp::gpu

@@ -462,13 +462,14 @@ __device__ __forceinline__ void weight_gradient(const KernelArgs& p, const TileS
 
 // ---- L2 prefetch ---------------------------------------------------------------
 
-// Asks L2 to fetch `count` floats from `base` (one line request per thread,
-// block-strided). A hint only: no data reaches the block, nothing waits, so
-// the HBM latency of the next tile's loads overlaps this tile's compute.
-// Addresses stay inside [base, base + count).
-__device__ __forceinline__ void prefetch_l2(const float* base, size_t count) {
+// Asks L2 to fetch `count` elements from `base` (one line request per
+// thread, block-strided). A hint only: no data reaches the block, nothing
+// waits, so the HBM latency of the next tile's loads overlaps this tile's
+// compute. Addresses stay inside [base, base + count).
+template <typename T>
+__device__ __forceinline__ void prefetch_l2(const T* base, size_t count) {
     if (base == nullptr || count == 0) return;
-    const size_t bytes = count * sizeof(float);
+    const size_t bytes = count * sizeof(T);
     const char* b = reinterpret_cast<const char*>(base);
     for (size_t off = (size_t)threadIdx.x * 128u; off < bytes + 127u; off += (size_t)kThreads * 128u) {
         const char* addr = b + (off < bytes ? off : bytes - 1);
@@ -477,7 +478,8 @@ __device__ __forceinline__ void prefetch_l2(const float* base, size_t count) {
 }
 
 // The rows of tile `tile` of a [batch][n] array.
-__device__ __forceinline__ void prefetch_rows(const KernelArgs& p, const float* data, uint32_t n, uint32_t tile) {
+template <typename T>
+__device__ __forceinline__ void prefetch_rows(const KernelArgs& p, const T* data, uint32_t n, uint32_t tile) {
     if (tile >= p.n_tiles) return;
     const uint32_t row0 = tile * p.rows_per_tile;
     const uint32_t valid = min(p.rows_per_tile, p.batch - row0);
@@ -486,12 +488,8 @@ __device__ __forceinline__ void prefetch_rows(const KernelArgs& p, const float* 
 
 // The input rows of tile `tile`, fp32 or fp16.
 __device__ __forceinline__ void prefetch_input_rows(const KernelArgs& p, uint32_t tile) {
-    if (tile >= p.n_tiles) return;
-    const uint32_t row0 = tile * p.rows_per_tile;
-    const uint32_t valid = min(p.rows_per_tile, p.batch - row0);
-    const size_t n = (size_t)valid * p.shape.n_in;
-    if (p.in_half != nullptr) prefetch_l2(reinterpret_cast<const float*>(p.in_half + (size_t)row0 * p.shape.n_in), (n + 1) / 2);
-    else prefetch_l2(p.in == nullptr ? nullptr : p.in + (size_t)row0 * p.shape.n_in, n);
+    if (p.in_half != nullptr) prefetch_rows(p, p.in_half, p.shape.n_in, tile);
+    else prefetch_rows(p, p.in, p.shape.n_in, tile);
 }
 
 // ---- Kernels -------------------------------------------------------------------

@@ -71,17 +71,31 @@ __device__ __forceinline__ uint2 load_b(const uint2* p) {
     }
 }
 
-// The raw fp32 input of one slab, in A-fragment order: x[m][kt][i] is the pair
-// (row m*16 + g + 8*(i%2), columns kt*16 + 2t + 8*(i/2) and +1). Rows past the
-// batch and columns past n_in read nothing and hold zeros.
+// The raw input of one slab, in A-fragment order: x[m][kt][i] is the pair
+// (row m*16 + g + 8*(i%2), columns kt*16 + 2t + 8*(i/2) and +1): fp32 as
+// float2 (SlabInput), fp16 as the two halves' bits (SlabHalfInput,
+// kWarpHalfIo: already the A operand). Rows past the batch and columns past
+// n_in read nothing and hold zeros.
 template <int MT, int KT>
 struct SlabInput {
     float2 x[MT][KT][4];
 };
+template <int MT, int KT>
+struct SlabHalfInput {
+    uint32_t x[MT][KT][4];
+};
+
+// The input pointer of a slab type: KernelArgs::in, or in_half for fp16.
+template <int MT, int KT>
+__device__ __forceinline__ const float* input_of(const KernelArgs& p, const SlabInput<MT, KT>&) { return p.in; }
+template <int MT, int KT>
+__device__ __forceinline__ const __half* input_of(const KernelArgs& p, const SlabHalfInput<MT, KT>&) {
+    return p.in_half;
+}
 
 // f(m, h, row_ok, src) for each slab row of this lane: row row0 + m*16 + g +
-// 8h (the A-fragment rows of m16 tile m), src its first input float, row_ok
-// whether it lies inside the batch. Both input loaders walk rows this way.
+// 8h (the A-fragment rows of m16 tile m), src its first input element,
+// row_ok whether it lies inside the batch. Both input loaders walk rows this way.
 template <int MT, typename T, typename F>
 __device__ __forceinline__ void for_each_lane_row(const T* __restrict__ in, uint32_t n_in, uint32_t batch,
                                                   uint32_t row0, uint32_t lane, F&& f) {
@@ -95,31 +109,6 @@ __device__ __forceinline__ void for_each_lane_row(const T* __restrict__ in, uint
         }
 }
 
-template <int MT, int KT>
-__device__ __forceinline__ void load_slab_input(SlabInput<MT, KT>& s, const float* __restrict__ in, uint32_t n_in,
-                                                uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
-    const uint32_t t = lane & 3u;
-    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const float* src) {
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt)
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-                const uint32_t c = kt * 16u + 2u * t + 8u * q;
-                float2 v = make_float2(0.f, 0.f);
-                if (row_ok) {
-                    if (vec2) {
-                        // n_in even: c < n_in implies c + 1 < n_in.
-                        if (c < n_in) v = __ldg(reinterpret_cast<const float2*>(src + c));
-                    } else {
-                        if (c < n_in) v.x = __ldg(src + c);
-                        if (c + 1 < n_in) v.y = __ldg(src + c + 1);
-                    }
-                }
-                s.x[m][kt][h + 2 * q] = v;
-            }
-    });
-}
-
 // 16-byte streaming load: data touched once, so no L1 allocation.
 __device__ __forceinline__ float4 ld_stream4(const float* p) {
     float4 v;
@@ -127,6 +116,74 @@ __device__ __forceinline__ float4 ld_stream4(const float* p) {
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                  : "l"(p));
     return v;
+}
+
+// 8-byte streaming load (fp16 data, touched once).
+__device__ __forceinline__ uint2 ld_stream2(const __half* p) {
+    uint2 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
+// One input half as raw bits (0 past the row's end).
+__device__ __forceinline__ uint32_t half_bits_or_zero(const __half* src, uint32_t c, uint32_t n_in) {
+    return c < n_in ? (uint32_t)__ldg(reinterpret_cast<const unsigned short*>(src) + c) : 0u;
+}
+
+// Columns c, c + 1 of a row (zeros past n_in): vec2, one access for the
+// pair (n_in even, so c < n_in implies c + 1 < n_in; the pointer aligned to
+// the pair), else element by element.
+__device__ __forceinline__ float2 load_pair(const float* src, uint32_t c, uint32_t n_in, bool vec2) {
+    float2 v = make_float2(0.f, 0.f);
+    if (vec2) {
+        if (c < n_in) v = __ldg(reinterpret_cast<const float2*>(src + c));
+    } else {
+        if (c < n_in) v.x = __ldg(src + c);
+        if (c + 1 < n_in) v.y = __ldg(src + c + 1);
+    }
+    return v;
+}
+__device__ __forceinline__ uint32_t load_pair(const __half* src, uint32_t c, uint32_t n_in, bool vec2) {
+    if (vec2) return c < n_in ? __ldg(reinterpret_cast<const unsigned int*>(src + c)) : 0u;
+    return half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16;
+}
+
+// Columns c .. c + 3 of a row (zeros past n_in): vec4, one streaming load
+// (n_in % 4 == 0, the pointer aligned to the four), else element by element.
+__device__ __forceinline__ float4 load_quad(const float* src, uint32_t c, uint32_t n_in, bool vec4) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (vec4) {
+        if (c < n_in) v = ld_stream4(src + c);
+    } else {
+        if (c < n_in) v.x = __ldg(src + c);
+        if (c + 1 < n_in) v.y = __ldg(src + c + 1);
+        if (c + 2 < n_in) v.z = __ldg(src + c + 2);
+        if (c + 3 < n_in) v.w = __ldg(src + c + 3);
+    }
+    return v;
+}
+__device__ __forceinline__ uint2 load_quad(const __half* src, uint32_t c, uint32_t n_in, bool vec4) {
+    if (vec4) return c < n_in ? ld_stream2(src + c) : make_uint2(0u, 0u);
+    return make_uint2(half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16,
+                      half_bits_or_zero(src, c + 2, n_in) | half_bits_or_zero(src, c + 3, n_in) << 16);
+}
+
+// The slab at row0 of `in` (fp32 or fp16, as the slab type) into registers.
+template <template <int, int> class Slab, int MT, int KT, typename T>
+__device__ __forceinline__ void load_slab_input(Slab<MT, KT>& s, const T* __restrict__ in, uint32_t n_in,
+                                                uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
+    const uint32_t t = lane & 3u;
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const T* src) {
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+                const uint32_t c = kt * 16u + 2u * t + 8u * q;
+                auto v = decltype(load_pair(src, c, n_in, vec2)){};
+                if (row_ok) v = load_pair(src, c, n_in, vec2);
+                s.x[m][kt][h + 2 * q] = v;
+            }
+    });
 }
 
 // kWarpVec4: physical column (within a 16-column group) of logical fragment
@@ -142,105 +199,35 @@ __device__ __forceinline__ void put_vec4(SlabInput<MT, KT>& s, int m, int kt, in
     s.x[m][kt][h] = make_float2(v.x, v.y);
     s.x[m][kt][h + 2] = make_float2(v.z, v.w);
 }
-
-// load_slab_input for kWarpVec4: one 16-byte load per lane, row and k-tile
-// (scalars when n_in % 4 != 0 or the pointer is not 16-byte aligned).
 template <int MT, int KT>
-__device__ __forceinline__ void load_slab_input_vec4(SlabInput<MT, KT>& s, const float* __restrict__ in,
-                                                     uint32_t n_in, uint32_t batch, uint32_t row0, bool vec4,
-                                                     uint32_t lane) {
+__device__ __forceinline__ void put_vec4(SlabHalfInput<MT, KT>& s, int m, int kt, int h, uint2 v) {
+    s.x[m][kt][h] = v.x;
+    s.x[m][kt][h + 2] = v.y;
+}
+
+// load_slab_input for kWarpVec4: one 16-byte (fp16: 8-byte) load per lane,
+// row and k-tile, the lane's permuted columns 4t..4t+3.
+template <template <int, int> class Slab, int MT, int KT, typename T>
+__device__ __forceinline__ void load_slab_input_vec4(Slab<MT, KT>& s, const T* __restrict__ in, uint32_t n_in,
+                                                     uint32_t batch, uint32_t row0, bool vec4, uint32_t lane) {
     const uint32_t t = lane & 3u;
-    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const float* src) {
+    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const T* src) {
 #pragma unroll
         for (int kt = 0; kt < KT; ++kt) {
             const uint32_t c = kt * 16u + 4u * t;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (row_ok) {
-                if (vec4) {
-                    if (c < n_in) v = ld_stream4(src + c);
-                } else {
-                    if (c < n_in) v.x = __ldg(src + c);
-                    if (c + 1 < n_in) v.y = __ldg(src + c + 1);
-                    if (c + 2 < n_in) v.z = __ldg(src + c + 2);
-                    if (c + 3 < n_in) v.w = __ldg(src + c + 3);
-                }
-            }
+            auto v = decltype(load_quad(src, c, n_in, vec4)){};
+            if (row_ok) v = load_quad(src, c, n_in, vec4);
             put_vec4(s, m, kt, h, v);
         }
     });
 }
 
-// ---- kWarpHalfIo: fp16 input and output ----
-
-// One slab's fp16 input in A-fragment order, as loaded: x[m][kt][i] holds
-// the pair of halves SlabInput's float2 would hold, already the A operand.
-template <int MT, int KT>
-struct SlabHalfInput {
-    uint32_t x[MT][KT][4];
-};
-
-// One input half as raw bits (0 past the row's end).
-__device__ __forceinline__ uint32_t half_bits_or_zero(const __half* src, uint32_t c, uint32_t n_in) {
-    return c < n_in ? (uint32_t)__ldg(reinterpret_cast<const unsigned short*>(src) + c) : 0u;
-}
-
-// 8-byte streaming load (data touched once).
-__device__ __forceinline__ uint2 ld_stream2(const __half* p) {
-    uint2 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
-    return v;
-}
-
-// load_slab_input for fp16 data: one 4-byte load per pair (n_in even and the
-// pointer 4-byte aligned), else half by half.
-template <int MT, int KT>
-__device__ __forceinline__ void load_slab_half(SlabHalfInput<MT, KT>& s, const __half* __restrict__ in, uint32_t n_in,
-                                               uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
-    const uint32_t t = lane & 3u;
-    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const __half* src) {
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt)
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-                const uint32_t c = kt * 16u + 2u * t + 8u * q;
-                uint32_t v = 0u;
-                if (row_ok) {
-                    if (vec2) {
-                        if (c < n_in) v = __ldg(reinterpret_cast<const unsigned int*>(src + c));
-                    } else {
-                        v = half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16;
-                    }
-                }
-                s.x[m][kt][h + 2 * q] = v;
-            }
-    });
-}
-
-// load_slab_half for kWarpVec4: the lane's permuted columns 4t..4t+3 in one
-// 8-byte load per row and k-tile (n_in % 4 == 0, pointer 8-byte aligned),
-// else half by half.
-template <int MT, int KT>
-__device__ __forceinline__ void load_slab_half_vec4(SlabHalfInput<MT, KT>& s, const __half* __restrict__ in,
-                                                    uint32_t n_in, uint32_t batch, uint32_t row0, bool vec4,
-                                                    uint32_t lane) {
-    const uint32_t t = lane & 3u;
-    for_each_lane_row<MT>(in, n_in, batch, row0, lane, [&](int m, int h, bool row_ok, const __half* src) {
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt) {
-            const uint32_t c = kt * 16u + 4u * t;
-            uint2 v = make_uint2(0u, 0u);
-            if (row_ok) {
-                if (vec4) {
-                    if (c < n_in) v = ld_stream2(src + c);
-                } else {
-                    v.x = half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16;
-                    v.y = half_bits_or_zero(src, c + 2, n_in) | half_bits_or_zero(src, c + 3, n_in) << 16;
-                }
-            }
-            s.x[m][kt][h] = v.x;
-            s.x[m][kt][h + 2] = v.y;
-        }
-    });
+// The register loaders: the slab at row0 of p's input, fp32 or fp16 as the
+// slab type.
+template <bool VEC4, typename Slab>
+__device__ __forceinline__ void load_slab(Slab& s, const KernelArgs& p, uint32_t row0, bool vec, uint32_t lane) {
+    if constexpr (VEC4) load_slab_input_vec4(s, input_of(p, s), p.shape.n_in, p.batch, row0, vec, lane);
+    else load_slab_input(s, input_of(p, s), p.shape.n_in, p.batch, row0, vec, lane);
 }
 
 // ---- kWarpStage: the per-warp cp.async input ring ----
@@ -546,21 +533,6 @@ __device__ __forceinline__ void convert_input(uint32_t (&a_in)[MT][KT_IN][4], co
         for (int kt = 0; kt < KT_IN; ++kt)
 #pragma unroll
             for (int i = 0; i < 4; ++i) a_in[m][kt][i] = x.x[m][kt][i];
-}
-
-// The register loaders: the slab at row0 of p's fp32 (or, for a
-// SlabHalfInput, fp16) input.
-template <bool VEC4, int MT, int KT_IN>
-__device__ __forceinline__ void load_slab(SlabInput<MT, KT_IN>& s, const KernelArgs& p, uint32_t row0, bool vec,
-                                          uint32_t lane) {
-    if constexpr (VEC4) load_slab_input_vec4(s, p.in, p.shape.n_in, p.batch, row0, vec, lane);
-    else load_slab_input(s, p.in, p.shape.n_in, p.batch, row0, vec, lane);
-}
-template <bool VEC4, int MT, int KT_IN>
-__device__ __forceinline__ void load_slab(SlabHalfInput<MT, KT_IN>& s, const KernelArgs& p, uint32_t row0, bool vec,
-                                          uint32_t lane) {
-    if constexpr (VEC4) load_slab_half_vec4(s, p.in_half, p.shape.n_in, p.batch, row0, vec, lane);
-    else load_slab_half(s, p.in_half, p.shape.n_in, p.batch, row0, vec, lane);
 }
 
 template <int W, int MT, int KT_IN, bool SMEM_W, int FLAVOR>

@@ -121,7 +121,7 @@ __device__ __forceinline__ void accumulate_dw(float4* dw_lane, const uint32_t (&
     }
 }
 
-// Shared mode: the next slab's raw fp32 input goes to a per-warp staging area
+// Shared mode: the next slab's raw input goes to a per-warp staging area
 // in shared memory with cp.async, so no registers hold it through the slab
 // (W = 64: 16 registers at kt_in = 2). Same elements and order as
 // load_slab_input: float2 (kt, i) of a lane at stage_lane[(kt * 4 + i) * 32];
@@ -134,80 +134,58 @@ __device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, uint3
     else
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
 }
-template <int KT>
-__device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const float* __restrict__ in, uint32_t n_in,
+// One pair's slot (columns c, c + 1 of a row; zeros past n_in or the batch).
+// fp32: 8 bytes (vec2: n_in even, so c < n_in implies c + 1 < n_in) or two
+// 4-byte copies. fp16 (KernelArgs::in_half): the two halves in the slot's
+// first word, by a 4-byte copy (vec2: n_in even, pointer 4-byte aligned) or
+// else by an ordinary load and store (cp.async has no 2-byte size).
+__device__ __forceinline__ void stage_pair(float2* dst, const float* src, const float* in, uint32_t c, uint32_t n_in,
+                                           bool row_ok, bool vec2) {
+    if (vec2) {
+        const bool ok = row_ok && c < n_in;
+        cp_async_zfill(dst, ok ? src + c : in, 8u, ok ? 8u : 0u);
+    } else {
+        const bool ok0 = row_ok && c < n_in, ok1 = row_ok && c + 1 < n_in;
+        cp_async_zfill(dst, ok0 ? src + c : in, 4u, ok0 ? 4u : 0u);
+        cp_async_zfill(reinterpret_cast<float*>(dst) + 1, ok1 ? src + c + 1 : in, 4u, ok1 ? 4u : 0u);
+    }
+}
+__device__ __forceinline__ void stage_pair(float2* dst, const __half* src, const __half* in, uint32_t c,
+                                           uint32_t n_in, bool row_ok, bool vec2) {
+    if (vec2) {
+        const bool ok = row_ok && c < n_in;
+        cp_async_zfill(dst, ok ? src + c : in, 4u, ok ? 4u : 0u);
+    } else {
+        *reinterpret_cast<uint32_t*>(dst) = row_ok ? load_pair(src, c, n_in, false) : 0u;
+    }
+}
+// The slab at row0 of `in` (fp32 or fp16) into the warp's staging area.
+template <int KT, typename T>
+__device__ __forceinline__ void async_load_slab_input(float2* stage_lane, const T* __restrict__ in, uint32_t n_in,
                                                       uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
     const uint32_t g = lane >> 2, t = lane & 3u;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const uint32_t r = row0 + g + 8u * h;
         const bool row_ok = r < batch;
-        const float* src = in + (size_t)(row_ok ? r : 0u) * n_in;
+        const T* src = in + (size_t)(row_ok ? r : 0u) * n_in;
 #pragma unroll
         for (int kt = 0; kt < KT; ++kt)
 #pragma unroll
             for (int q = 0; q < 2; ++q) {
                 const uint32_t c = kt * 16u + 2u * t + 8u * q;
-                float2* dst = stage_lane + (kt * 4 + h + 2 * q) * 32;
-                if (vec2) {
-                    // n_in even: c < n_in implies c + 1 < n_in.
-                    const bool ok = row_ok && c < n_in;
-                    cp_async_zfill(dst, ok ? src + c : in, 8u, ok ? 8u : 0u);
-                } else {
-                    const bool ok0 = row_ok && c < n_in, ok1 = row_ok && c + 1 < n_in;
-                    cp_async_zfill(dst, ok0 ? src + c : in, 4u, ok0 ? 4u : 0u);
-                    cp_async_zfill(reinterpret_cast<float*>(dst) + 1, ok1 ? src + c + 1 : in, 4u, ok1 ? 4u : 0u);
-                }
+                stage_pair(stage_lane + (kt * 4 + h + 2 * q) * 32, src, in, c, n_in, row_ok, vec2);
             }
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-// async_load_slab_input for fp16 input (KernelArgs::in_half): the same slots,
-// each pair's two halves in the slot's first word. Pairs go by 4-byte
-// cp.async (n_in even, pointer 4-byte aligned: vec2), or else by ordinary
-// loads and stores (cp.async has no 2-byte size); a lane reads back only its
-// own slots, after cp.async.wait_all, either way.
-template <int KT>
-__device__ __forceinline__ void async_load_slab_half(float2* stage_lane, const __half* __restrict__ in, uint32_t n_in,
-                                                     uint32_t batch, uint32_t row0, bool vec2, uint32_t lane) {
-    const uint32_t g = lane >> 2, t = lane & 3u;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const uint32_t r = row0 + g + 8u * h;
-        const bool row_ok = r < batch;
-        const __half* src = in + (size_t)(row_ok ? r : 0u) * n_in;
-#pragma unroll
-        for (int kt = 0; kt < KT; ++kt)
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-                const uint32_t c = kt * 16u + 2u * t + 8u * q;
-                float2* dst = stage_lane + (kt * 4 + h + 2 * q) * 32;
-                if (vec2) {
-                    const bool ok = row_ok && c < n_in;
-                    cp_async_zfill(dst, ok ? src + c : in, 4u, ok ? 4u : 0u);
-                } else {
-                    const uint32_t bits =
-                        row_ok ? half_bits_or_zero(src, c, n_in) | half_bits_or_zero(src, c + 1, n_in) << 16 : 0u;
-                    *reinterpret_cast<uint32_t*>(dst) = bits;
-                }
-            }
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// The next slab's input into registers (per-warp mode), fp32 or fp16 (HALF).
-template <bool HALF, int KT_IN>
-__device__ __forceinline__ void load_train_slab(std::conditional_t<HALF, SlabHalfInput<1, KT_IN>, SlabInput<1, KT_IN>>& s,
-                                                const KernelArgs& p, uint32_t row0, bool vec2, uint32_t lane) {
-    if constexpr (HALF) load_slab_half(s, p.in_half, p.shape.n_in, p.batch, row0, vec2, lane);
-    else load_slab_input(s, p.in, p.shape.n_in, p.batch, row0, vec2, lane);
-}
-// The same into the warp's staging area (shared mode).
+// The next slab's input into the warp's staging area (shared mode), fp32 or
+// fp16 (HALF).
 template <bool HALF, int KT_IN>
 __device__ __forceinline__ void stage_train_slab(float2* stage_lane, const KernelArgs& p, uint32_t row0, bool vec2,
                                                  uint32_t lane) {
-    if constexpr (HALF) async_load_slab_half<KT_IN>(stage_lane, p.in_half, p.shape.n_in, p.batch, row0, vec2, lane);
+    if constexpr (HALF) async_load_slab_input<KT_IN>(stage_lane, p.in_half, p.shape.n_in, p.batch, row0, vec2, lane);
     else async_load_slab_input<KT_IN>(stage_lane, p.in, p.shape.n_in, p.batch, row0, vec2, lane);
 }
 
@@ -250,7 +228,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
     // staging area (shared mode, s_stage below; issued once it is known).
     std::conditional_t<HALF, SlabHalfInput<1, KT_IN>, SlabInput<1, KT_IN>> next;
     if constexpr (!kShared)
-        if (slab < n_slabs) load_train_slab<HALF, KT_IN>(next, p, slab * kSlabRows, vec2_in, lane);
+        if (slab < n_slabs) load_slab<false>(next, p, slab * kSlabRows, vec2_in, lane);
 
     // Shared memory (warp_train_smem_bytes): turn mbarriers (shared mode:
     // warp-major, one per stripe) | w_fwd | w_bwd | dW sums (one per warp, or
@@ -355,7 +333,7 @@ __device__ __forceinline__ void warp_train_body(const KernelArgs& p) {
                 if constexpr (kShared)
                     stage_train_slab<HALF, KT_IN>(s_stage, p, (slab + total_warps) * kSlabRows, vec2_in, lane);
                 else
-                    load_train_slab<HALF, KT_IN>(next, p, (slab + total_warps) * kSlabRows, vec2_in, lane);
+                    load_slab<false>(next, p, (slab + total_warps) * kSlabRows, vec2_in, lane);
                 // Shared mode: the next slab's dL/dout or target rows (read at
                 // its output layer) into L2, one 128-byte line per lane, the
                 // first 4 KB (all of it for n_out <= 64). (Not in the

@@ -646,7 +646,7 @@ const FusedMlp::PassPlan& FusedMlp::training_half_plan_for(uint32_t batch, bool 
 void FusedMlp::train_step_half(const __half* d_in, const float* d_target, LossKind loss, float* d_out, float* d_din,
                                float* d_dweights, uint32_t batch, cudaStream_t stream, bool accumulate,
                                float* d_mean_loss, unsigned int* d_din_nonfinite) {
-    const bool extras = d_mean_loss != nullptr || d_din_nonfinite != nullptr || loss == LossKind::RelativeL2;
+    const bool extras = fused_loss_extras(loss, d_mean_loss != nullptr, d_din_nonfinite != nullptr);
     const PassPlan& plan = training_half_plan_for(batch, extras);
     if (plan.warp && !(warp_train_half_compiled(plan.warp_train) && !extras))
         throw std::invalid_argument("FusedMlp::train_step_half: no kernel takes fp16 input for this network and call "

@@ -76,8 +76,11 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
     MlpBenchResult result;
     if (fused) {
         auto f = std::make_unique<FusedMlp>(config, c.fused_tuning);
-        result.resources = resources_of(*f, c.pass == "train" ? f->training_plan_for(c.batch) : f->inference_plan(), c.batch,
-                                        sm_count_, max_warps_per_sm_);
+        const bool train = c.pass == "train", half = c.io == "fp16";
+        const FusedMlp::PassPlan& plan =
+            train ? (half ? f->training_half_plan_for(c.batch, false) : f->training_plan_for(c.batch))
+                  : (half ? f->inference_half_plan() : f->inference_plan());
+        result.resources = resources_of(*f, plan, c.batch, sm_count_, max_warps_per_sm_);
         mlp = std::move(f);
     } else {
         mlp = create_gpu_mlp(config, MlpKernel::Cublas, c.batch);
@@ -97,10 +100,6 @@ MlpBenchResult MlpBenchRunner::measure(const MlpBenchCase& c) {
         }
         auto* fused_mlp = static_cast<FusedMlp*>(mlp.get());
         const bool train = c.pass == "train";
-        result.resources = resources_of(*fused_mlp,
-                                        train ? fused_mlp->training_half_plan_for(batch, false)
-                                              : fused_mlp->inference_half_plan(),
-                                        batch, sm_count_, max_warps_per_sm_);
         __half* out16 = out_half_.as<__half>();
         result.ms = time_median_ms(warmup, iters, [&](int i) {
             if (train)
