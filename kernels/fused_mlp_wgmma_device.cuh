@@ -149,10 +149,12 @@ FUSEDNGP_WGMMA_HD void scatter_fragment_entry(uint2 v, uint32_t e, uint32_t kt_c
     store_u32(image, tile_offset(Layout::Sw128K, n, k0, image_rows, image_cols), v.x);
     store_u32(image, tile_offset(Layout::Sw128K, n, k0 + 8, image_rows, image_cols), v.y);
 }
+// threads: the block's (the inference kernel runs other block sizes).
 __device__ __forceinline__ void scatter_fragments(const uint2* __restrict__ frags, uint32_t k_pad, uint32_t n_pad,
-                                                  uint8_t* image, int image_rows, int image_cols) {
+                                                  uint8_t* image, int image_rows, int image_cols,
+                                                  uint32_t threads = kThreads) {
     const uint32_t kt_count = k_pad / 16u, entries = k_pad * n_pad / 4u;
-    for (uint32_t e = threadIdx.x; e < entries; e += kThreads)
+    for (uint32_t e = threadIdx.x; e < entries; e += threads)
         scatter_fragment_entry(__ldg(frags + e), e, kt_count, image, image_rows, image_cols);
 }
 

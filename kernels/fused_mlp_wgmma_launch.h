@@ -33,4 +33,22 @@ cudaError_t prepare_wgmma_train(const MlpShape& shape, size_t max_dynamic_smem, 
 // block writes its partial).
 cudaError_t launch_wgmma_train(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
 
+// The wgmma inference kernel (kernels/fused_mlp_wgmma_inference_device.cuh):
+// 64-row chunks, one per warpgroup at a time, kWgmmaInferenceWarpgroups
+// warpgroups per block sharing the weight images.
+constexpr uint32_t kWgmmaInferenceRows = 64;
+constexpr int kWgmmaInferenceWarpgroups = 4;
+constexpr int kWgmmaInferenceThreads = kWgmmaInferenceWarpgroups * 128;
+
+// The shapes it implements: W = 64 or 128, hidden ReLU (any output
+// activation), n_in <= 64, n_out <= 16, at least one hidden layer; the depth
+// within shared memory is wgmma_inference_smem_bytes against the device's
+// limit (W = 128: up to 7 hidden layers in 227 KB).
+bool wgmma_inference_shape_supported(const MlpShape& shape);
+size_t wgmma_inference_smem_bytes(const MlpShape& shape);
+cudaError_t prepare_wgmma_inference(const MlpShape& shape, size_t max_dynamic_smem, size_t smem_bytes,
+                                    KernelInfo* info);
+// args.rows_per_tile must be kWgmmaInferenceRows (n_tiles: 64-row chunks).
+cudaError_t launch_wgmma_inference(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
+
 } // namespace fusedngp::gpu

@@ -64,7 +64,8 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
         max_smem_per_block_ = std::min(max_smem_per_block_, tuning_.smem_per_sm_cap - reserved_smem_per_block_);
     }
 
-    if (tuning_.tile_inference || !plan_warp_inference(inference_plan_)) inference_plan_ = plan_pass(false);
+    if (!plan_wgmma_inference(inference_plan_) && (tuning_.tile_inference || !plan_warp_inference(inference_plan_)))
+        inference_plan_ = plan_pass(false);
     inference_half_plan_ = half_io_plan(inference_plan_);
     // Training: both kernels' plans, each call picks one by its batch
     // (choose_warp_training). A network the tile kernel cannot hold (its
@@ -437,6 +438,36 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     return true;
 }
 
+// Auto: W = 128, where the block-tile kernel is the alternative.
+bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width) {
+    if (tuning.tile_inference) return false;
+    if (tuning.wgmma_inference >= 0) return tuning.wgmma_inference == 1;
+    if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "0")) return false;
+    if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "1")) return true;
+    return width == 128;
+}
+
+// The wgmma inference kernel: one plan, kWgmmaInferenceWarpgroups
+// warpgroups per block over one copy of the weight images.
+bool FusedMlp::plan_wgmma_inference(PassPlan& plan) const {
+    if (!wgmma_inference_requested(tuning_, shape_.width) || !wgmma_inference_shape_supported(shape_)) return false;
+    int device = 0;
+    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+    if (!wgmma_train_device_ok(device)) return false;
+    PassPlan p;
+    p.wgmma_inference = true;
+    p.block_warps = kWgmmaInferenceThreads / 32;
+    p.rows_per_tile = kWgmmaInferenceRows;
+    p.row_tiles_per_warp = 1;
+    p.smem_bytes = wgmma_inference_smem_bytes(shape_);
+    if (p.smem_bytes > max_smem_per_block_) return false;
+    FUSEDNGP_CUDA_CHECK(prepare_wgmma_inference(shape_, device_smem_per_block_, p.smem_bytes, &p.kernel));
+    finish_plan(p);
+    if (p.kernel.blocks_per_sm < 1) return false;
+    plan = p;
+    return true;
+}
+
 // Crossover batches of the warp and block-tile training kernels, measured on
 // the H200 (docs/FUSED_MLP_DESIGN.md, "How a kernel is chosen"): the
 // warp kernel has fixed per-call costs (staging both weight copies per block,
@@ -493,7 +524,8 @@ void FusedMlp::set_loss_scale(float scale) {
 }
 
 uint32_t FusedMlp::rows_per_tile_for(uint32_t batch, const PassPlan& plan) const {
-    if (plan.wgmma) return kWgmmaTrainRows;  // the kernel's fixed tile
+    if (plan.wgmma) return kWgmmaTrainRows;  // the kernels' fixed tiles
+    if (plan.wgmma_inference) return kWgmmaInferenceRows;
     if (!tuning_.fill_gpu || tuning_.rows_per_tile != 0) return plan.rows_per_tile;
     // The smallest whole number of warp slabs that gives each resident block
     // at most one tile; never more than the plan's tile.
@@ -518,6 +550,12 @@ KernelArgs FusedMlp::base_args(const float* d_in, uint32_t batch, const PassPlan
 }
 
 void FusedMlp::run_inference_kernel(const KernelArgs& args, const PassPlan& plan, cudaStream_t stream) const {
+    if (plan.wgmma_inference) {
+        // Persistent grid; each warpgroup takes one 64-row chunk at a time.
+        const uint32_t all = ceil_div(args.n_tiles, (uint32_t)kWgmmaInferenceWarpgroups);
+        FUSEDNGP_CUDA_CHECK(launch_wgmma_inference(args, std::min(all, plan.max_blocks), plan.smem_bytes, stream));
+        return;
+    }
     if (plan.warp) {
         // Persistent grid: at most the resident blocks, each warp one slab
         // per step (n_tiles counts slabs here).
@@ -663,6 +701,13 @@ std::string FusedMlp::describe() const {
             os << name << ": wgmma training kernel (sm_90a, 2 warpgroups), " << p.rows_per_tile << " rows/tile, "
                << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
                << " B local, " << p.kernel.blocks_per_sm << " blocks/SM";
+            return;
+        }
+        if (p.wgmma_inference) {
+            os << name << ": wgmma inference kernel (sm_90a, " << kWgmmaInferenceWarpgroups << " warpgroups), "
+               << p.rows_per_tile << " rows/warpgroup chunk, " << p.smem_bytes / 1024.0 << " KiB smem, "
+               << p.kernel.registers << " regs, " << p.kernel.local_bytes << " B local, " << p.kernel.blocks_per_sm
+               << " blocks/SM";
             return;
         }
         if (p.warp && training) {

@@ -128,6 +128,14 @@ struct FusedMlpTuning {
     // wgmma_train_requested. true forces it even where FUSEDNGP_WGMMA_TRAIN=0
     // turns it off.
     bool wgmma_train = false;
+    // Inference through the Hopper wgmma kernel
+    // (kernels/fused_mlp_wgmma_inference_device.cuh) where it applies: a
+    // compute capability 9.0 device, W = 64 or 128, hidden ReLU, n_in <= 64,
+    // n_out <= 16, the weights within shared memory (up to 7 hidden layers at
+    // W = 128). -1 (default): where it measured faster than the other
+    // kernels (wgmma_inference_requested); 1: wherever it applies; 0: never.
+    // tile_inference takes precedence.
+    int wgmma_inference = -1;
 };
 
 // Whether an object with this tuning plans the wgmma training kernel (where
@@ -135,6 +143,13 @@ struct FusedMlpTuning {
 // unless the tuning forces the tile or the warp training kernel or
 // FUSEDNGP_WGMMA_TRAIN=0 is set (an A/B and escape knob).
 bool wgmma_train_requested(const FusedMlpTuning& tuning);
+
+// Whether an object of this width and tuning plans the wgmma inference
+// kernel (where the device and shape allow it): FusedMlpTuning::wgmma_inference
+// when set, else FUSEDNGP_WGMMA_INFERENCE (0 or 1) when set, else at the
+// widths where it measured faster (docs/FUSED_MLP_DESIGN.md, "How a kernel
+// is chosen"); never with tile_inference.
+bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width);
 
 // Which training kernel a call runs: host logic only (no device), so it is
 // unit-tested on the CPU. The warp kernel (when the object has a plan for it)
@@ -183,6 +198,9 @@ public:
         // The Hopper wgmma training kernel (training plans only; 128-row
         // tiles of 2 warpgroups, FusedMlpTuning::wgmma_train).
         bool wgmma = false;
+        // The Hopper wgmma inference kernel (inference plans only; 64-row
+        // chunks, one per warpgroup, FusedMlpTuning::wgmma_inference).
+        bool wgmma_inference = false;
     };
 
     explicit FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning = {});
@@ -276,6 +294,8 @@ private:
     bool plan_warp_training(PassPlan& plan) const;
     // The wgmma training kernel's plan, or false where it does not apply.
     bool plan_wgmma_training(PassPlan& plan) const;
+    // The wgmma inference kernel's plan, or false where it does not apply.
+    bool plan_wgmma_inference(PassPlan& plan) const;
     int carveout_percent() const;
     void finish_plan(PassPlan& plan) const;
     int warp_input_tiles() const;
