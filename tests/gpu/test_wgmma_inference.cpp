@@ -10,6 +10,7 @@
 #include "gpu/fused_mlp.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
+#include "scoped_env.h"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -201,6 +202,29 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
         {32, 16, 128, 8, Activation::ReLU, Activation::None},
     };
     for (const FusedMlpConfig& cfg : unsupported) EXPECT_FALSE(planned(cfg, on)) << FusedMlp(cfg, on).describe();
+}
+
+// The request rule (host logic): tile_inference first, then the tuning, then
+// FUSEDNGP_WGMMA_INFERENCE, then the default width.
+TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
+    test::ScopedEnv env("FUSEDNGP_WGMMA_INFERENCE", nullptr);
+    FusedMlpTuning automatic, on, off, tile;
+    on.wgmma_inference = 1;
+    off.wgmma_inference = 0;
+    tile.tile_inference = true;
+    tile.wgmma_inference = 1;
+    EXPECT_TRUE(wgmma_inference_requested(automatic, 128));
+    EXPECT_FALSE(wgmma_inference_requested(automatic, 64));
+    EXPECT_TRUE(wgmma_inference_requested(on, 64));
+    EXPECT_FALSE(wgmma_inference_requested(off, 128));
+    EXPECT_FALSE(wgmma_inference_requested(tile, 128));
+    env.set("0");
+    EXPECT_FALSE(wgmma_inference_requested(automatic, 128));
+    EXPECT_TRUE(wgmma_inference_requested(on, 128));
+    env.set("1");
+    EXPECT_TRUE(wgmma_inference_requested(automatic, 64));
+    EXPECT_FALSE(wgmma_inference_requested(off, 64));
+    EXPECT_FALSE(wgmma_inference_requested(tile, 64));
 }
 
 // Shared memory: W = 128 fits 7 hidden layers in 227 KB, not 8.
