@@ -109,6 +109,39 @@ FUSEDNGP_UNROLL
     }
 }
 
+// This warpgroup's 64 input rows as fp16 A fragments, as
+// wgmma_train::load_input_fragments (zero past the batch and past n_in), with
+// one 8-byte (fp32) or 4-byte (fp16) load per fragment register where n_in is
+// even and the input aligned for it (`pairs`): a fragment register holds the
+// adjacent columns k, k + 1 with k even.
+template <int KIN>
+__device__ __forceinline__ void load_input(const KernelArgs& p, uint32_t row0, int valid, int t, bool pairs,
+                                           uint32_t (&xa)[KIN / 16][4]) {
+    if (!pairs) {
+        wgmma_train::load_input_fragments<KIN>(p, row0, valid, t, xa);
+        return;
+    }
+    const uint32_t n_in = p.shape.n_in;
+FUSEDNGP_UNROLL
+    for (int s = 0; s < KIN / 16; ++s)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) {
+            const RowCol pos = a_fragment_position(t, r);
+            const uint32_t k = 16u * s + pos.col;
+            uint32_t v = 0u;
+            if (pos.row < valid && k < n_in) {
+                const size_t idx = size_t(row0 + pos.row) * n_in + k;
+                if (p.in_half != nullptr) {
+                    v = __ldg(reinterpret_cast<const unsigned int*>(p.in_half + idx));
+                } else {
+                    const float2 f = __ldg(reinterpret_cast<const float2*>(p.in + idx));
+                    v = pack_half2(f.x, f.y);
+                }
+            }
+            xa[s][r] = v;
+        }
+}
+
 // Rows of chunk c inside the batch: 0 past it, else up to 64.
 __device__ __forceinline__ int chunk_rows(const KernelArgs& p, uint32_t c) {
     if (c >= p.n_tiles) return 0;
@@ -132,14 +165,18 @@ __global__ void __launch_bounds__(WARPGROUPS * kWarpgroupThreads, 1) fused_mlp_w
     const uintptr_t out_address = p.out_half != nullptr ? reinterpret_cast<uintptr_t>(p.out_half)
                                                         : reinterpret_cast<uintptr_t>(p.out);
     const bool pairs = p.shape.n_out % 2u == 0u && out_address % (2u * out_bytes) == 0u;
+    const size_t in_bytes = p.in_half != nullptr ? sizeof(__half) : sizeof(float);
+    const uintptr_t in_address = p.in_half != nullptr ? reinterpret_cast<uintptr_t>(p.in_half)
+                                                      : reinterpret_cast<uintptr_t>(p.in);
+    const bool in_pairs = p.shape.n_in % 2u == 0u && in_address % (2u * in_bytes) == 0u;
 
     uint32_t c = blockIdx.x * uint32_t(WARPGROUPS) + uint32_t(g);
     uint32_t xa[KIN / 16][4];
-    wgmma_train::load_input_fragments<KIN>(p, c * kWarpgroupRows, chunk_rows(p, c), t, xa);
+    load_input<KIN>(p, c * kWarpgroupRows, chunk_rows(p, c), t, in_pairs, xa);
     for (; c < p.n_tiles; c += stride) {
         // The next chunk's loads are in flight while this one runs.
         uint32_t next[KIN / 16][4];
-        wgmma_train::load_input_fragments<KIN>(p, (c + stride) * kWarpgroupRows, chunk_rows(p, c + stride), t, next);
+        load_input<KIN>(p, (c + stride) * kWarpgroupRows, chunk_rows(p, c + stride), t, in_pairs, next);
         float y[8];
         forward_chain<W, KIN>(base, im, D, xa, y);
         store_outputs(p, y, c * kWarpgroupRows, chunk_rows(p, c), t, pairs);

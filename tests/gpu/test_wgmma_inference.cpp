@@ -38,13 +38,14 @@ bool hopper_device() {
 struct InferenceCase {
     uint32_t width = 128, depth = 2, batch = 1001, n_in = 32, n_out = 16;
     Activation output = Activation::None;
-    uint32_t out_offset = 0;  // element offset of the output pointers (1: off the pair grid)
+    // Element offsets of the input and output pointers (1: off the pair grid).
+    uint32_t in_offset = 0, out_offset = 0;
 };
 
 std::string case_name(const InferenceCase& c) {
     return "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" +
            std::to_string(c.n_in) + "_out" + std::to_string(c.n_out) + "_act" + std::to_string((int)c.output) +
-           "_off" + std::to_string(c.out_offset);
+           "_off" + std::to_string(c.in_offset) + std::to_string(c.out_offset);
 }
 
 void PrintTo(const InferenceCase& c, std::ostream* os) { *os << case_name(c); }
@@ -94,17 +95,22 @@ void check_case(const InferenceCase& c) {
     tile.set_params(params_f.data());
 
     const size_t n_out_total = (size_t)c.batch * c.n_out;
-    std::vector<__half> in_h(in.size());
-    for (size_t i = 0; i < in.size(); ++i) in_h[i] = __float2half_rn((float)in[i]);
-    PoisonedDevice<float> d_in(in.size()), out(c.out_offset + n_out_total), again(c.out_offset + n_out_total),
+    std::vector<__half> in_h(c.in_offset + in.size());
+    std::vector<float> in_f(c.in_offset + in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+        in_h[c.in_offset + i] = __float2half_rn((float)in[i]);
+        in_f[c.in_offset + i] = (float)in[i];
+    }
+    PoisonedDevice<float> d_in(in_f.size()), out(c.out_offset + n_out_total), again(c.out_offset + n_out_total),
         tile_out(n_out_total);
-    PoisonedDevice<__half> d_in_h(in.size()), out_h(c.out_offset + n_out_total);
-    d_in.upload(to_float(in));
+    PoisonedDevice<__half> d_in_h(in_h.size()), out_h(c.out_offset + n_out_total);
+    d_in.upload(in_f);
     d_in_h.upload(in_h);
-    mlp.inference(d_in.ptr(), out.ptr() + c.out_offset, c.batch, nullptr);
-    mlp.inference(d_in.ptr(), again.ptr() + c.out_offset, c.batch, nullptr);
-    mlp.inference_half(d_in_h.ptr(), out_h.ptr() + c.out_offset, c.batch, nullptr);
-    tile.inference(d_in.ptr(), tile_out.ptr(), c.batch, nullptr);
+    const float* x32 = d_in.ptr() + c.in_offset;
+    mlp.inference(x32, out.ptr() + c.out_offset, c.batch, nullptr);
+    mlp.inference(x32, again.ptr() + c.out_offset, c.batch, nullptr);
+    mlp.inference_half(d_in_h.ptr() + c.in_offset, out_h.ptr() + c.out_offset, c.batch, nullptr);
+    tile.inference(x32, tile_out.ptr(), c.batch, nullptr);
     FUSEDNGP_CUDA_CHECK(cudaDeviceSynchronize());
 
     const std::vector<float> y_all = out.download(), again_all = again.download(), y_tile = tile_out.download();
@@ -159,6 +165,7 @@ std::vector<InferenceCase> cases() {
         add(w, 2, 4099, 32, 4)->output = Activation::Exponential;
         add(w, 2, 4099, 32, 16)->out_offset = 1;
         add(w, 2, 4099, 17, 6)->out_offset = 1;
+        add(w, 2, 4099, 32, 16)->in_offset = 1;
     }
     return v;
 }
