@@ -438,13 +438,14 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     return true;
 }
 
-// Auto: W = 128, where the block-tile kernel is the alternative.
+// Auto: no width yet. The kernel waits for its first timing against the
+// block-tile (W = 128) and warp (W = 64) kernels before it becomes a default.
 bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width) {
     if (tuning.tile_inference) return false;
     if (tuning.wgmma_inference >= 0) return tuning.wgmma_inference == 1;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "0")) return false;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "1")) return true;
-    return width == 128;
+    return kWgmmaInferenceDefaultWidth != 0 && width == kWgmmaInferenceDefaultWidth;
 }
 
 // The wgmma inference kernel: one plan, kWgmmaInferenceWarpgroups

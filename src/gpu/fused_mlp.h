@@ -133,7 +133,8 @@ struct FusedMlpTuning {
     // compute capability 9.0 device, W = 64 or 128, hidden ReLU, n_in <= 64,
     // n_out <= 16, the weights within shared memory (up to 7 hidden layers at
     // W = 128). -1 (default): where it measured faster than the other
-    // kernels (wgmma_inference_requested); 1: wherever it applies; 0: never.
+    // kernels (wgmma_inference_requested, kWgmmaInferenceDefaultWidth); 1:
+    // wherever it applies; 0: never.
     // tile_inference takes precedence.
     int wgmma_inference = -1;
 };
@@ -150,6 +151,8 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning);
 // widths where it measured faster (docs/FUSED_MLP_DESIGN.md, "How a kernel
 // is chosen"); never with tile_inference.
 bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width);
+// The width the wgmma inference kernel is planned at by default (0: none).
+constexpr uint32_t kWgmmaInferenceDefaultWidth = 0;
 
 // Which training kernel a call runs: host logic only (no device), so it is
 // unit-tested on the CPU. The warp kernel (when the object has a plan for it)

@@ -188,8 +188,8 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
     auto planned = [](FusedMlpConfig cfg, FusedMlpTuning t = {}) { return FusedMlp(cfg, t).inference_plan().wgmma_inference; };
     const FusedMlpConfig w128{32, 16, 128, 2, Activation::ReLU, Activation::None};
     const FusedMlpConfig w64{32, 16, 64, 2, Activation::ReLU, Activation::None};
-    EXPECT_EQ(planned(w128), hopper);  // the default at W = 128
-    EXPECT_FALSE(planned(w64));        // the warp kernel stays the default at W <= 64
+    EXPECT_EQ(planned(w128), hopper && kWgmmaInferenceDefaultWidth == 128);
+    EXPECT_EQ(planned(w64), hopper && kWgmmaInferenceDefaultWidth == 64);
     FusedMlpTuning on, off, tile;
     on.wgmma_inference = 1;
     off.wgmma_inference = 0;
@@ -212,7 +212,7 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
 }
 
 // The request rule (host logic): tile_inference first, then the tuning, then
-// FUSEDNGP_WGMMA_INFERENCE, then the default width.
+// FUSEDNGP_WGMMA_INFERENCE, then the default width (kWgmmaInferenceDefaultWidth).
 TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     test::ScopedEnv env("FUSEDNGP_WGMMA_INFERENCE", nullptr);
     FusedMlpTuning automatic, on, off, tile;
@@ -220,8 +220,8 @@ TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     off.wgmma_inference = 0;
     tile.tile_inference = true;
     tile.wgmma_inference = 1;
-    EXPECT_TRUE(wgmma_inference_requested(automatic, 128));
-    EXPECT_FALSE(wgmma_inference_requested(automatic, 64));
+    for (uint32_t w : {16u, 32u, 64u, 128u, 256u})
+        EXPECT_EQ(wgmma_inference_requested(automatic, w), w == kWgmmaInferenceDefaultWidth) << "W " << w;
     EXPECT_TRUE(wgmma_inference_requested(on, 64));
     EXPECT_FALSE(wgmma_inference_requested(off, 128));
     EXPECT_FALSE(wgmma_inference_requested(tile, 128));
