@@ -9,8 +9,11 @@
 // do. What this checks without a device: that the kernel's images, operands
 // and fragment bookkeeping fit together. What it cannot check: that the
 // hardware reads the layouts as we do (the probe's `check` on the H200), the
-// asynchronous protocol, or speed.
+// asynchronous protocol, or speed. The inference kernel's weight layout and
+// forward chain (fused_mlp_wgmma_inference_device.cuh) are emulated the same
+// way at the end.
 #include "fused_mlp_wgmma_device.cuh"
+#include "fused_mlp_wgmma_inference_device.cuh"
 #include "gpu/mlp_fragment_slots.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
@@ -405,6 +408,111 @@ std::vector<EmuCase> emu_cases() {
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated, ::testing::ValuesIn(emu_cases()),
                          [](const ::testing::TestParamInfo<EmuCase>& p) { return emu_name(p.param); });
+
+// ---- The inference kernel: its weight layout and forward chain ----------------------------
+
+// The kernel's products over its own layout (weights only), one 64-row chunk
+// per warpgroup pass; y (output None) stored where the kernel stores it.
+template <int W, int KIN>
+void emulate_inference(const KernelArgs& p, std::vector<float>& out) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    const Images<W> im{wgmma_inference::inference_layout(W, int(D))};
+    std::vector<uint8_t> smem(im.L.total, 0);
+    auto scatter = [&](const uint2* frags, uint32_t k_pad, uint32_t n_pad, uint32_t image, int rows, int cols) {
+        for (uint32_t e = 0; e < k_pad * n_pad / 4; ++e)
+            scatter_fragment_entry(frags[e], e, k_pad / 16, smem.data() + image, rows, cols);
+    };
+    scatter(p.w_fwd + frag_offset(s, 0), s.n_in_pad, W, im.L.w0, W, KIN);
+    for (uint32_t l = 1; l < D; ++l) scatter(p.w_fwd + frag_offset(s, l), W, W, im.hidden_weight(l), W, W);
+    scatter(p.w_fwd + frag_offset(s, D), W, kOutPad, im.L.w_out, kOutPad, W);
+    for (uint32_t c = 0; c < p.n_tiles; ++c) {
+        const uint32_t row0 = c * kWarpgroupRows;
+        const int valid = int(std::min<uint32_t>(p.batch - row0, kWarpgroupRows));
+        std::vector<ThreadRegs<W, KIN>> th(kT);
+        for (int t = 0; t < kT; ++t) load_input_fragments<KIN>(p, row0, valid, t, th[t].xa);
+        auto acc = [&](int t) -> float(&)[W / 2] { return th[t].acc; };
+        auto ha = [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; };
+        emulate_rs<W / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
+                                        forward_weight<W, KIN>(0, im, 0, D));
+        for (int t = 0; t < kT; ++t) relu_to_fragments(th[t].acc, th[t].ha);
+        for (uint32_t l = 1; l < D; ++l) {
+            emulate_rs<W / 2, W / 16, 0>(smem, acc, ha, forward_weight<W, KIN>(0, im, l, D));
+            for (int t = 0; t < kT; ++t) relu_to_fragments(th[t].acc, th[t].ha);
+        }
+        emulate_rs<8, W / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
+                                  forward_weight<W, KIN>(0, im, D, D));
+        for (int t = 0; t < kT; ++t)
+            for (int i = 0; i < 8; ++i) {
+                const RowCol pos = accumulator_position(t, i);
+                if (pos.row < valid && uint32_t(pos.col) < s.n_out)
+                    out[size_t(row0 + pos.row) * s.n_out + pos.col] = th[t].y[i];
+            }
+    }
+}
+
+struct InferenceEmuCase {
+    uint32_t width, n_in, n_out, depth, batch;
+};
+
+std::string inference_emu_name(const InferenceEmuCase& c) {
+    return "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" +
+           std::to_string(c.n_in) + "_out" + std::to_string(c.n_out);
+}
+
+class WgmmaInferenceEmulated : public ::testing::TestWithParam<InferenceEmuCase> {};
+
+TEST_P(WgmmaInferenceEmulated, MatchesReference) {
+    const InferenceEmuCase& c = GetParam();
+    std::mt19937_64 rng(c.batch * 17 + c.n_in * 3 + c.depth);
+    reference::MlpDims d{c.n_in, c.width, c.depth, c.n_out, Activation::ReLU, Activation::None};
+    const std::vector<double> params = random_params(d, rng);
+    const std::vector<double> x = random_values((size_t)c.batch * c.n_in, 1.0, true, rng);
+    const MlpShape s = mlp_shape(c.n_in, c.width, c.depth, c.n_out);
+    ASSERT_TRUE(wgmma_inference::inference_smem_bytes_for((int)c.width, (int)c.depth) <= 227u * 1024u);
+    std::vector<uint2> fwd, bwd;
+    convert_weights(to_float(params), s, fwd, bwd);
+    const std::vector<float> in = to_float(x);
+    std::vector<float> out((size_t)c.batch * c.n_out, NAN);
+    KernelArgs p;
+    p.shape = s;
+    p.w_fwd = fwd.data();
+    p.in = in.data();
+    p.out = out.data();
+    p.batch = c.batch;
+    p.rows_per_tile = kWarpgroupRows;
+    p.n_tiles = (c.batch + kWarpgroupRows - 1) / kWarpgroupRows;
+    const bool narrow = input_width_for(s.n_in_pad) == 32;
+    if (c.width == 64)
+        narrow ? emulate_inference<64, 32>(p, out) : emulate_inference<64, 64>(p, out);
+    else
+        narrow ? emulate_inference<128, 32>(p, out) : emulate_inference<128, 64>(p, out);
+    ASSERT_TRUE(all_finite(out)) << "y not written everywhere";
+    std::vector<double> ref((size_t)c.batch * c.n_out);
+    std::vector<std::vector<double>> z;
+    for (uint32_t r = 0; r < c.batch; ++r)
+        reference::forward(d, params.data(), x.data() + (size_t)r * c.n_in, ref.data() + (size_t)r * c.n_out, z);
+    const double e = relative_error(out, ref, c.n_out, {});
+    EXPECT_LE(e, 1e-3) << inference_emu_name(c);
+    std::printf("[ errors ] emulated inference %-24s out %.1e\n", inference_emu_name(c).c_str(), e);
+}
+
+// Both input widths, padded inputs and outputs, a partial last chunk, and
+// the deepest W = 128 network that fits (7 hidden layers: the last image's offset).
+std::vector<InferenceEmuCase> inference_emu_cases() {
+    std::vector<InferenceEmuCase> v;
+    for (uint32_t w : {128u, 64u}) {
+        v.push_back({w, 32, 16, 2, 130});
+        v.push_back({w, 3, 1, 1, 70});
+        v.push_back({w, 17, 5, 3, 64});
+        v.push_back({w, 48, 16, 2, 100});
+    }
+    v.push_back({128, 32, 16, 7, 65});
+    v.push_back({64, 64, 3, 7, 65});
+    return v;
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaInferenceEmulated, ::testing::ValuesIn(inference_emu_cases()),
+                         [](const ::testing::TestParamInfo<InferenceEmuCase>& p) { return inference_emu_name(p.param); });
 
 } // namespace
 } // namespace fusedngp::gpu::wgmma_train
