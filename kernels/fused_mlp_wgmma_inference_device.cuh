@@ -20,6 +20,7 @@
 
 #include "activation_device.cuh"
 #include "fused_mlp_wgmma_device.cuh"
+#include "mlp_reference.h"  // the host path of output_activation
 
 namespace fusedngp::gpu::wgmma_inference {
 
@@ -79,16 +80,43 @@ __device__ __forceinline__ void forward_chain(uint32_t base, const Images<W>& im
     wgmma_train::product_rs<0>(y, ha, wgmma_train::forward_weight<W, KIN>(base, im, D, D));
 }
 
+// The load, store and activation helpers are host-callable too: the
+// emulation test (tests/gpu/test_wgmma_train_emulate.cu) checks the paired
+// paths against the scalar ones without a GPU.
+FUSEDNGP_WGMMA_HD float2 load_global_pair(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const float2*>(p));
+#else
+    return make_float2(p[0], p[1]);
+#endif
+}
+FUSEDNGP_WGMMA_HD uint32_t load_global_half_pair_bits(const __half* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+#else
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+#endif
+}
+FUSEDNGP_WGMMA_HD float2 output_activation(Activation a, float2 v) {
+#if defined(__CUDA_ARCH__)
+    return detail::activation_value_pair(a, v);
+#else
+    return make_float2(float(reference::activation(a, v.x)), float(reference::activation(a, v.y)));
+#endif
+}
+
 // The output activation, then y to out (fp32) or out_half, two adjacent
 // columns per store where n_out is even and the pointer aligned for it.
-__device__ __forceinline__ void store_outputs(const KernelArgs& p, float (&y)[8], uint32_t row0, int valid, int t,
-                                              bool pairs) {
+FUSEDNGP_WGMMA_HD void store_outputs(const KernelArgs& p, const float (&y)[8], uint32_t row0, int valid, int t,
+                                     bool pairs) {
     const uint32_t n_out = p.shape.n_out;
 FUSEDNGP_UNROLL
     for (int i = 0; i < 8; i += 2) {
         const RowCol pos = accumulator_position(t, i);  // register i + 1: column + 1
         if (pos.row >= valid || uint32_t(pos.col) >= n_out) continue;
-        const float2 v = detail::activation_value_pair(p.shape.output_act, make_float2(y[i], y[i + 1]));
+        const float2 v = output_activation(p.shape.output_act, make_float2(y[i], y[i + 1]));
         const size_t idx = size_t(row0 + pos.row) * n_out + pos.col;
         const bool second = uint32_t(pos.col) + 1u < n_out;
         if (p.out_half != nullptr) {
@@ -115,8 +143,8 @@ FUSEDNGP_UNROLL
 // even and the input aligned for it (`pairs`): a fragment register holds the
 // adjacent columns k, k + 1 with k even.
 template <int KIN>
-__device__ __forceinline__ void load_input(const KernelArgs& p, uint32_t row0, int valid, int t, bool pairs,
-                                           uint32_t (&xa)[KIN / 16][4]) {
+FUSEDNGP_WGMMA_HD void load_input(const KernelArgs& p, uint32_t row0, int valid, int t, bool pairs,
+                                  uint32_t (&xa)[KIN / 16][4]) {
     if (!pairs) {
         wgmma_train::load_input_fragments<KIN>(p, row0, valid, t, xa);
         return;
@@ -132,9 +160,9 @@ FUSEDNGP_UNROLL
             if (pos.row < valid && k < n_in) {
                 const size_t idx = size_t(row0 + pos.row) * n_in + k;
                 if (p.in_half != nullptr) {
-                    v = __ldg(reinterpret_cast<const unsigned int*>(p.in_half + idx));
+                    v = load_global_half_pair_bits(p.in_half + idx);
                 } else {
-                    const float2 f = __ldg(reinterpret_cast<const float2*>(p.in + idx));
+                    const float2 f = load_global_pair(p.in + idx);
                     v = pack_half2(f.x, f.y);
                 }
             }

@@ -497,6 +497,71 @@ TEST_P(WgmmaInferenceEmulated, MatchesReference) {
     std::printf("[ errors ] emulated inference %-24s out %.1e\n", inference_emu_name(c).c_str(), e);
 }
 
+// The paired loads and stores (one 8-byte fp32 or 4-byte fp16 access per
+// two columns) against the scalar paths, for every thread of a warpgroup:
+// the same fragments from fp32 and fp16 inputs, the same outputs (and
+// nothing written past the valid rows) with fp32 and fp16 outputs.
+TEST(WgmmaInferenceEmulated, PairedLoadsAndStoresMatchTheScalarPaths) {
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> u(-2.f, 2.f);
+    for (uint32_t n_in : {2u, 4u, 32u, 40u, 64u}) {
+        const uint32_t batch = 70;
+        const MlpShape s = mlp_shape(n_in, 64, 2, 16);
+        std::vector<float> in((size_t)batch * n_in);
+        for (float& v : in) v = u(rng);
+        std::vector<__half> in_h(in.size());
+        for (size_t i = 0; i < in.size(); ++i) in_h[i] = __float2half_rn(in[i]);
+        for (bool half : {false, true}) {
+            KernelArgs p;
+            p.shape = s;
+            p.batch = batch;
+            if (half) p.in_half = in_h.data(); else p.in = in.data();
+            for (uint32_t row0 : {0u, 64u}) {
+                const int valid = int(std::min<uint32_t>(batch - row0, 64));
+                for (int t = 0; t < kT; ++t) {
+                    uint32_t paired[4][4], scalar[4][4];
+                    wgmma_inference::load_input<64>(p, row0, valid, t, true, paired);
+                    load_input_fragments<64>(p, row0, valid, t, scalar);
+                    ASSERT_EQ(std::memcmp(paired, scalar, sizeof(paired)), 0)
+                        << "n_in " << n_in << (half ? " fp16" : " fp32") << " row0 " << row0 << " thread " << t;
+                }
+            }
+        }
+    }
+    for (uint32_t n_out : {2u, 6u, 16u})
+        for (Activation act : {Activation::None, Activation::Sigmoid})
+            for (bool half : {false, true}) {
+                const uint32_t batch = 100, row0 = 64;  // a partial chunk: 36 valid rows
+                const int valid = int(batch - row0);
+                const MlpShape s = mlp_shape(32, 64, 2, n_out, Activation::ReLU, act);
+                std::vector<float> out_pair((size_t)batch * n_out, NAN), out_scalar = out_pair;
+                std::vector<__half> half_pair((size_t)batch * n_out, __float2half_rn(NAN)), half_scalar = half_pair;
+                KernelArgs pp, ps;
+                pp.shape = ps.shape = s;
+                pp.batch = ps.batch = batch;
+                if (half) {
+                    pp.out_half = half_pair.data();
+                    ps.out_half = half_scalar.data();
+                } else {
+                    pp.out = out_pair.data();
+                    ps.out = out_scalar.data();
+                }
+                for (int t = 0; t < kT; ++t) {
+                    float y[8];
+                    for (float& v : y) v = u(rng);
+                    wgmma_inference::store_outputs(pp, y, row0, valid, t, true);
+                    wgmma_inference::store_outputs(ps, y, row0, valid, t, false);
+                }
+                for (size_t i = 0; i < out_pair.size(); ++i) {
+                    const bool inside = i >= (size_t)row0 * n_out;
+                    const float a = half ? __half2float(half_pair[i]) : out_pair[i];
+                    const float b = half ? __half2float(half_scalar[i]) : out_scalar[i];
+                    ASSERT_EQ(std::isnan(a), !inside) << "element " << i << " n_out " << n_out;
+                    if (inside) ASSERT_EQ(a, b) << "element " << i << " n_out " << n_out << (half ? " fp16" : " fp32");
+                }
+            }
+}
+
 // Both input widths, padded inputs and outputs, a partial last chunk, and
 // the deepest W = 128 network that fits (7 hidden layers: the last image's offset).
 std::vector<InferenceEmuCase> inference_emu_cases() {
