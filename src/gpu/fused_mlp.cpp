@@ -421,17 +421,22 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning) {
 // shapes it implements.
 bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     if (!wgmma_train_shape_supported(shape_)) return false;
-    int device = 0;
-    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
-    if (!wgmma_train_device_ok(device)) return false;
     PassPlan p;
     p.wgmma = true;
     p.block_warps = kWgmmaTrainThreads / 32;
     p.rows_per_tile = kWgmmaTrainRows;
-    p.row_tiles_per_warp = 1;
     p.smem_bytes = wgmma_train_smem_bytes(shape_);
-    if (p.smem_bytes > max_smem_per_block_) return false;
-    FUSEDNGP_CUDA_CHECK(prepare_wgmma_train(shape_, device_smem_per_block_, p.smem_bytes, &p.kernel));
+    return finish_wgmma_plan(p, prepare_wgmma_train, plan);
+}
+
+// What both wgmma plans check: a device their sm_90a binary runs on, their
+// shared memory within the (capped) limit, and at least one resident block.
+bool FusedMlp::finish_wgmma_plan(PassPlan& p, WgmmaPrepare prepare, PassPlan& plan) const {
+    int device = 0;
+    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
+    if (!wgmma_train_device_ok(device) || p.smem_bytes > max_smem_per_block_) return false;
+    p.row_tiles_per_warp = 1;
+    FUSEDNGP_CUDA_CHECK(prepare(shape_, device_smem_per_block_, p.smem_bytes, &p.kernel));
     finish_plan(p);
     if (p.kernel.blocks_per_sm < 1) return false;
     plan = p;
@@ -452,21 +457,12 @@ bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width) {
 // warpgroups per block over one copy of the weight images.
 bool FusedMlp::plan_wgmma_inference(PassPlan& plan) const {
     if (!wgmma_inference_requested(tuning_, shape_.width) || !wgmma_inference_shape_supported(shape_)) return false;
-    int device = 0;
-    FUSEDNGP_CUDA_CHECK(cudaGetDevice(&device));
-    if (!wgmma_train_device_ok(device)) return false;
     PassPlan p;
     p.wgmma_inference = true;
     p.block_warps = kWgmmaInferenceThreads / 32;
     p.rows_per_tile = kWgmmaInferenceRows;
-    p.row_tiles_per_warp = 1;
     p.smem_bytes = wgmma_inference_smem_bytes(shape_);
-    if (p.smem_bytes > max_smem_per_block_) return false;
-    FUSEDNGP_CUDA_CHECK(prepare_wgmma_inference(shape_, device_smem_per_block_, p.smem_bytes, &p.kernel));
-    finish_plan(p);
-    if (p.kernel.blocks_per_sm < 1) return false;
-    plan = p;
-    return true;
+    return finish_wgmma_plan(p, prepare_wgmma_inference, plan);
 }
 
 // Crossover batches of the warp and block-tile training kernels, measured on

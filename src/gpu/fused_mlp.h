@@ -299,6 +299,8 @@ private:
     bool plan_wgmma_training(PassPlan& plan) const;
     // The wgmma inference kernel's plan, or false where it does not apply.
     bool plan_wgmma_inference(PassPlan& plan) const;
+    using WgmmaPrepare = cudaError_t (*)(const MlpShape&, size_t, size_t, KernelInfo*);
+    bool finish_wgmma_plan(PassPlan& p, WgmmaPrepare prepare, PassPlan& plan) const;
     int carveout_percent() const;
     void finish_plan(PassPlan& plan) const;
     int warp_input_tiles() const;
