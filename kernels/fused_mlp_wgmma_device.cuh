@@ -64,6 +64,24 @@ FUSEDNGP_WGMMA_HD uint32_t load_global_half_bits(const __half* p) {
     return *reinterpret_cast<const unsigned short*>(p);
 #endif
 }
+// Two adjacent elements in one load (8 bytes of fp32, or the 4 bytes of two
+// halves as raw bits), likewise; the caller guarantees the alignment.
+FUSEDNGP_WGMMA_HD float2 load_global_pair(const float* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const float2*>(p));
+#else
+    return make_float2(p[0], p[1]);
+#endif
+}
+FUSEDNGP_WGMMA_HD uint32_t load_global_half_pair_bits(const __half* p) {
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+#else
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+#endif
+}
 
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = kWarpgroups * kWarpgroupThreads;
@@ -288,35 +306,48 @@ FUSEDNGP_UNROLL
     }
 }
 
+// One fragment register of input: the halves of columns k, k + 1 of `row`
+// (zero past the batch, `inside` false, and past n_in). pairs: one 8-byte
+// (fp32) or 4-byte (fp16) load, for inputs whose n_in is even and whose
+// pointer is aligned for it (k is always even); else one load per column.
+FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, bool inside, uint32_t k, bool pairs) {
+    const uint32_t n_in = p.shape.n_in;
+    if (p.in_half != nullptr) {  // fp16 input: the fragment's halves as they are
+        uint32_t b0 = 0u, b1 = 0u;
+        if (inside) {
+            const __half* src = p.in_half + size_t(row) * n_in;
+            if (pairs) return k < n_in ? load_global_half_pair_bits(src + k) : 0u;
+            if (k < n_in) b0 = load_global_half_bits(src + k);
+            if (k + 1 < n_in) b1 = load_global_half_bits(src + k + 1);
+        }
+        return b0 | b1 << 16;
+    }
+    float v0 = 0.f, v1 = 0.f;
+    if (inside) {
+        const float* src = p.in + size_t(row) * n_in;
+        if (pairs && k < n_in) {
+            const float2 v = load_global_pair(src + k);
+            v0 = v.x, v1 = v.y;
+        } else if (!pairs) {
+            if (k < n_in) v0 = load_global(src + k);
+            if (k + 1 < n_in) v1 = load_global(src + k + 1);
+        }
+    }
+    return pack_half2(v0, v1);
+}
+
 // This warpgroup's 64 input rows as fp16 A fragments (zero past the batch
-// and past n_in). row0: the warpgroup's first row in the batch.
+// and past n_in). row0: the warpgroup's first row in the batch; pairs: see
+// input_fragment.
 template <int KIN>
 FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
-                                                     uint32_t (&xa)[KIN / 16][4]) {
-    const uint32_t n_in = p.shape.n_in;
+                                            uint32_t (&xa)[KIN / 16][4], bool pairs = false) {
 FUSEDNGP_UNROLL
     for (int s = 0; s < KIN / 16; ++s)
 FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
-            const uint32_t k = 16u * s + pos.col;
-            if (p.in_half != nullptr) {  // fp16 input: the fragment's halves as they are
-                uint32_t b0 = 0u, b1 = 0u;
-                if (pos.row < valid) {
-                    const __half* src = p.in_half + size_t(row0 + pos.row) * n_in;
-                    if (k < n_in) b0 = load_global_half_bits(src + k);
-                    if (k + 1 < n_in) b1 = load_global_half_bits(src + k + 1);
-                }
-                xa[s][r] = b0 | b1 << 16;
-                continue;
-            }
-            float v0 = 0.f, v1 = 0.f;
-            if (pos.row < valid) {
-                const float* src = p.in + size_t(row0 + pos.row) * n_in;
-                if (k < n_in) v0 = load_global(src + k);
-                if (k + 1 < n_in) v1 = load_global(src + k + 1);
-            }
-            xa[s][r] = pack_half2(v0, v1);
+            xa[s][r] = input_fragment(p, row0 + pos.row, pos.row < valid, 16u * s + pos.col, pairs);
         }
 }
 

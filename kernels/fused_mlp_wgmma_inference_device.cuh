@@ -80,25 +80,10 @@ __device__ __forceinline__ void forward_chain(uint32_t base, const Images<W>& im
     wgmma_train::product_rs<0>(y, ha, wgmma_train::forward_weight<W, KIN>(base, im, D, D));
 }
 
-// The load, store and activation helpers are host-callable too: the
-// emulation test (tests/gpu/test_wgmma_train_emulate.cu) checks the paired
-// paths against the scalar ones without a GPU.
-FUSEDNGP_WGMMA_HD float2 load_global_pair(const float* p) {
-#if defined(__CUDA_ARCH__)
-    return __ldg(reinterpret_cast<const float2*>(p));
-#else
-    return make_float2(p[0], p[1]);
-#endif
-}
-FUSEDNGP_WGMMA_HD uint32_t load_global_half_pair_bits(const __half* p) {
-#if defined(__CUDA_ARCH__)
-    return __ldg(reinterpret_cast<const unsigned int*>(p));
-#else
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-#endif
-}
+// The store and activation helpers are host-callable too: the emulation
+// test (tests/gpu/test_wgmma_train_emulate.cu) checks the paired stores (and
+// the paired loads of wgmma_train::load_input_fragments) against the scalar
+// ones without a GPU.
 FUSEDNGP_WGMMA_HD float2 output_activation(Activation a, float2 v) {
 #if defined(__CUDA_ARCH__)
     return detail::activation_value_pair(a, v);
@@ -137,39 +122,6 @@ FUSEDNGP_UNROLL
     }
 }
 
-// This warpgroup's 64 input rows as fp16 A fragments, as
-// wgmma_train::load_input_fragments (zero past the batch and past n_in), with
-// one 8-byte (fp32) or 4-byte (fp16) load per fragment register where n_in is
-// even and the input aligned for it (`pairs`): a fragment register holds the
-// adjacent columns k, k + 1 with k even.
-template <int KIN>
-FUSEDNGP_WGMMA_HD void load_input(const KernelArgs& p, uint32_t row0, int valid, int t, bool pairs,
-                                  uint32_t (&xa)[KIN / 16][4]) {
-    if (!pairs) {
-        wgmma_train::load_input_fragments<KIN>(p, row0, valid, t, xa);
-        return;
-    }
-    const uint32_t n_in = p.shape.n_in;
-FUSEDNGP_UNROLL
-    for (int s = 0; s < KIN / 16; ++s)
-FUSEDNGP_UNROLL
-        for (int r = 0; r < 4; ++r) {
-            const RowCol pos = a_fragment_position(t, r);
-            const uint32_t k = 16u * s + pos.col;
-            uint32_t v = 0u;
-            if (pos.row < valid && k < n_in) {
-                const size_t idx = size_t(row0 + pos.row) * n_in + k;
-                if (p.in_half != nullptr) {
-                    v = load_global_half_pair_bits(p.in_half + idx);
-                } else {
-                    const float2 f = load_global_pair(p.in + idx);
-                    v = pack_half2(f.x, f.y);
-                }
-            }
-            xa[s][r] = v;
-        }
-}
-
 // Rows of chunk c inside the batch: 0 past it, else up to 64.
 __device__ __forceinline__ int chunk_rows(const KernelArgs& p, uint32_t c) {
     if (c >= p.n_tiles) return 0;
@@ -200,11 +152,12 @@ __global__ void __launch_bounds__(WARPGROUPS * kWarpgroupThreads, 1) fused_mlp_w
 
     uint32_t c = blockIdx.x * uint32_t(WARPGROUPS) + uint32_t(g);
     uint32_t xa[KIN / 16][4];
-    load_input<KIN>(p, c * kWarpgroupRows, chunk_rows(p, c), t, in_pairs, xa);
+    wgmma_train::load_input_fragments<KIN>(p, c * kWarpgroupRows, chunk_rows(p, c), t, xa, in_pairs);
     for (; c < p.n_tiles; c += stride) {
         // The next chunk's loads are in flight while this one runs.
         uint32_t next[KIN / 16][4];
-        load_input<KIN>(p, (c + stride) * kWarpgroupRows, chunk_rows(p, c + stride), t, in_pairs, next);
+        wgmma_train::load_input_fragments<KIN>(p, (c + stride) * kWarpgroupRows, chunk_rows(p, c + stride), t, next,
+                                               in_pairs);
         float y[8];
         forward_chain<W, KIN>(base, im, D, xa, y);
         store_outputs(p, y, c * kWarpgroupRows, chunk_rows(p, c), t, pairs);

@@ -450,7 +450,7 @@ bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width) {
     if (tuning.wgmma_inference >= 0) return tuning.wgmma_inference == 1;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "0")) return false;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "1")) return true;
-    return kWgmmaInferenceDefaultWidth != 0 && width == kWgmmaInferenceDefaultWidth;
+    return width == kWgmmaInferenceDefaultWidth;
 }
 
 // The wgmma inference kernel: one plan, kWgmmaInferenceWarpgroups

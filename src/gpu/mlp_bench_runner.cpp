@@ -38,6 +38,7 @@ MlpKernelResources resources_of(const FusedMlp& mlp, const FusedMlp::PassPlan& p
     r.occupancy = (double)plan.kernel.blocks_per_sm * warps_per_block / max_warps_per_sm;
     r.rows_per_tile = mlp.rows_per_tile_for(batch, plan);
     const double tiles = std::ceil((double)batch / r.rows_per_tile);
+    // The wgmma inference kernel hands a chunk to a warpgroup (4 warps).
     const int workers_per_block = plan.warp ? warps_per_block : plan.wgmma_inference ? warps_per_block / 4 : 1;
     r.waves = tiles / ((double)std::max(1, plan.kernel.blocks_per_sm) * workers_per_block * sm_count);
     return r;

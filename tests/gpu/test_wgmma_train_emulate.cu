@@ -520,8 +520,8 @@ TEST(WgmmaInferenceEmulated, PairedLoadsAndStoresMatchTheScalarPaths) {
                 const int valid = int(std::min<uint32_t>(batch - row0, 64));
                 for (int t = 0; t < kT; ++t) {
                     uint32_t paired[4][4], scalar[4][4];
-                    wgmma_inference::load_input<64>(p, row0, valid, t, true, paired);
-                    load_input_fragments<64>(p, row0, valid, t, scalar);
+                    load_input_fragments<64>(p, row0, valid, t, paired, true);
+                    load_input_fragments<64>(p, row0, valid, t, scalar, false);
                     ASSERT_EQ(std::memcmp(paired, scalar, sizeof(paired)), 0)
                         << "n_in " << n_in << (half ? " fp16" : " fp32") << " row0 " << row0 << " thread " << t;
                 }
