@@ -3,6 +3,7 @@
 // kinks, poisoned device arrays and norm-wise errors.
 #pragma once
 
+#include "fused_mlp_wgmma_launch.h"
 #include "gpu/device_memory.h"
 #include "mlp_reference.h"
 
@@ -51,22 +52,36 @@ inline bool all_finite(const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
 }
 
-// Device array that starts poisoned (all bits set = NaN).
-struct DeviceFloats {
+// Device array that starts poisoned (all bits set: NaN in fp32 and fp16).
+template <typename T>
+struct PoisonedDevice {
     DeviceMemory mem;
     size_t n;
-    explicit DeviceFloats(size_t count) : mem(std::max<size_t>(count, 1) * sizeof(float)), n(count) { poison(); }
-    DeviceFloats(const std::vector<float>& host) : DeviceFloats(host.size()) {
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(ptr(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    explicit PoisonedDevice(size_t count) : mem(std::max<size_t>(count, 1) * sizeof(T)), n(count) { poison(); }
+    PoisonedDevice(const std::vector<T>& host) : PoisonedDevice(host.size()) { upload(host); }
+    T* ptr() const { return mem.as<T>(); }
+    void poison() { FUSEDNGP_CUDA_CHECK(cudaMemset(ptr(), 0xFF, std::max<size_t>(n, 1) * sizeof(T))); }
+    void upload(const std::vector<T>& host) {
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(ptr(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
     }
-    float* ptr() const { return mem.as<float>(); }
-    void poison() { FUSEDNGP_CUDA_CHECK(cudaMemset(ptr(), 0xFF, std::max<size_t>(n, 1) * sizeof(float))); }
-    std::vector<float> download() const {
-        std::vector<float> h(n);
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(h.data(), ptr(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<T> download() const {
+        std::vector<T> h(n);
+        FUSEDNGP_CUDA_CHECK(cudaMemcpy(h.data(), ptr(), n * sizeof(T), cudaMemcpyDeviceToHost));
         return h;
     }
 };
+using DeviceFloats = PoisonedDevice<float>;
+using DeviceHalves = PoisonedDevice<__half>;
+
+// A device the sm_90a (wgmma) kernels run on: compute capability 9.0.
+inline bool hopper_device() {
+    int device = 0;
+    return cudaGetDevice(&device) == cudaSuccess && wgmma_train_device_ok(device);
+}
+
+#define SKIP_WITHOUT_HOPPER()                                                                 \
+    SKIP_WITHOUT_GPU();                                                                       \
+    if (!hopper_device()) GTEST_SKIP() << "the wgmma kernels need compute capability 9.0 (sm_90a)"
 
 // Xavier-uniform weights on the fp16 grid.
 inline std::vector<double> random_params(const reference::MlpDims& d, std::mt19937_64& rng) {

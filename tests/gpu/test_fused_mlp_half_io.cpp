@@ -46,24 +46,6 @@ std::string half_io_case_name(const HalfIoCase& c) {
 
 void PrintTo(const HalfIoCase& c, std::ostream* os) { *os << half_io_case_name(c); }
 
-// Device array of halves that starts poisoned (all bits set: NaN).
-struct DeviceHalves {
-    DeviceMemory mem;
-    size_t n;
-    explicit DeviceHalves(size_t count) : mem(std::max<size_t>(count, 1) * sizeof(__half)), n(count) {
-        FUSEDNGP_CUDA_CHECK(cudaMemset(ptr(), 0xFF, std::max<size_t>(n, 1) * sizeof(__half)));
-    }
-    __half* ptr() const { return mem.as<__half>(); }
-    void upload(const std::vector<__half>& h) {
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(ptr(), h.data(), h.size() * sizeof(__half), cudaMemcpyHostToDevice));
-    }
-    std::vector<__half> download() const {
-        std::vector<__half> h(n);
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(h.data(), ptr(), n * sizeof(__half), cudaMemcpyDeviceToHost));
-        return h;
-    }
-};
-
 uint16_t bits_of(__half h) {
     uint16_t b;
     std::memcpy(&b, &h, sizeof(b));

@@ -30,11 +30,6 @@ namespace {
 
 using namespace mlp_test;
 
-bool hopper_device() {
-    int device = 0;
-    return cudaGetDevice(&device) == cudaSuccess && wgmma_train_device_ok(device);
-}
-
 struct InferenceCase {
     uint32_t width = 128, depth = 2, batch = 1001, n_in = 32, n_out = 16;
     Activation output = Activation::None;
@@ -49,24 +44,6 @@ std::string case_name(const InferenceCase& c) {
 }
 
 void PrintTo(const InferenceCase& c, std::ostream* os) { *os << case_name(c); }
-
-template <typename T>
-struct PoisonedDevice {
-    DeviceMemory mem;
-    size_t n;
-    explicit PoisonedDevice(size_t count) : mem(std::max<size_t>(count, 1) * sizeof(T)), n(count) {
-        FUSEDNGP_CUDA_CHECK(cudaMemset(ptr(), 0xFF, std::max<size_t>(n, 1) * sizeof(T)));
-    }
-    T* ptr() const { return mem.as<T>(); }
-    void upload(const std::vector<T>& h) {
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(ptr(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-    std::vector<T> download() const {
-        std::vector<T> h(n);
-        FUSEDNGP_CUDA_CHECK(cudaMemcpy(h.data(), ptr(), n * sizeof(T), cudaMemcpyDeviceToHost));
-        return h;
-    }
-};
 
 uint16_t bits_of(__half h) {
     uint16_t b;
@@ -101,9 +78,9 @@ void check_case(const InferenceCase& c) {
         in_h[c.in_offset + i] = __float2half_rn((float)in[i]);
         in_f[c.in_offset + i] = (float)in[i];
     }
-    PoisonedDevice<float> d_in(in_f.size()), out(c.out_offset + n_out_total), again(c.out_offset + n_out_total),
+    DeviceFloats d_in(in_f.size()), out(c.out_offset + n_out_total), again(c.out_offset + n_out_total),
         tile_out(n_out_total);
-    PoisonedDevice<__half> d_in_h(in_h.size()), out_h(c.out_offset + n_out_total);
+    DeviceHalves d_in_h(in_h.size()), out_h(c.out_offset + n_out_total);
     d_in.upload(in_f);
     d_in_h.upload(in_h);
     const float* x32 = d_in.ptr() + c.in_offset;
@@ -173,8 +150,7 @@ std::vector<InferenceCase> cases() {
 class WgmmaInference : public ::testing::TestWithParam<InferenceCase> {};
 
 TEST_P(WgmmaInference, MatchesReferenceTileKernelAndFp32Path) {
-    SKIP_WITHOUT_GPU();
-    if (!hopper_device()) GTEST_SKIP() << "the wgmma kernel needs compute capability 9.0 (sm_90a)";
+    SKIP_WITHOUT_HOPPER();
     check_case(GetParam());
 }
 

@@ -41,11 +41,6 @@ std::string case_name(const WgmmaCase& c) {
 }
 void PrintTo(const WgmmaCase& c, std::ostream* os) { *os << case_name(c); }
 
-bool hopper_device() {
-    int device = 0;
-    return cudaGetDevice(&device) == cudaSuccess && wgmma_train_device_ok(device);
-}
-
 // One training call's outputs, downloaded.
 struct StepResult {
     std::vector<float> out, din, dw;
@@ -200,8 +195,7 @@ std::vector<WgmmaCase> cases() {
 class WgmmaTrain : public ::testing::TestWithParam<WgmmaCase> {};
 
 TEST_P(WgmmaTrain, MatchesReferenceAndTileKernel) {
-    SKIP_WITHOUT_GPU();
-    if (!hopper_device()) GTEST_SKIP() << "the wgmma kernel needs compute capability 9.0 (sm_90a)";
+    SKIP_WITHOUT_HOPPER();
     check_case(GetParam());
 }
 
