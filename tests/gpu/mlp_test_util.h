@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -72,6 +73,12 @@ struct PoisonedDevice {
 };
 using DeviceFloats = PoisonedDevice<float>;
 using DeviceHalves = PoisonedDevice<__half>;
+
+inline uint16_t bits_of(__half h) {
+    uint16_t b;
+    std::memcpy(&b, &h, sizeof(b));
+    return b;
+}
 
 // A device the sm_90a (wgmma) kernels run on: compute capability 9.0.
 inline bool hopper_device() {

@@ -46,12 +46,6 @@ std::string half_io_case_name(const HalfIoCase& c) {
 
 void PrintTo(const HalfIoCase& c, std::ostream* os) { *os << half_io_case_name(c); }
 
-uint16_t bits_of(__half h) {
-    uint16_t b;
-    std::memcpy(&b, &h, sizeof(b));
-    return b;
-}
-
 void check_half_io(const HalfIoCase& c) {
     std::mt19937_64 rng(c.width * 7 + c.depth * 131 + c.batch + c.n_in * 17 + c.n_out);
     reference::MlpDims d;

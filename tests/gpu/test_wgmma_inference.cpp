@@ -45,12 +45,6 @@ std::string case_name(const InferenceCase& c) {
 
 void PrintTo(const InferenceCase& c, std::ostream* os) { *os << case_name(c); }
 
-uint16_t bits_of(__half h) {
-    uint16_t b;
-    std::memcpy(&b, &h, sizeof(b));
-    return b;
-}
-
 void check_case(const InferenceCase& c) {
     std::mt19937_64 rng(c.width * 7 + c.depth * 131 + c.batch + c.n_in * 17 + c.n_out * 3 + (uint32_t)c.output);
     reference::MlpDims d;
