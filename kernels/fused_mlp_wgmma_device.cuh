@@ -4,9 +4,11 @@
 // padded layout the existing reduce reads), for the shapes
 // wgmma_train_shape_supported accepts: W = 64 or 128, hidden ReLU, output None,
 // n_in <= 64, n_out <= 16, and as many hidden layers as shared memory holds
-// (W = 128: 1 or 2; W = 64: 1 to 5 with n_in <= 32, else 1 to 4). See docs/HOPPER_WGMMA.md, "The wgmma
+// (W = 128: 1 to 3; W = 64: 1 to 8). See docs/HOPPER_WGMMA.md, "The wgmma
 // training kernel as built"; every layout rule is the probe's
-// (kernels/wgmma_device.cuh).
+// (kernels/wgmma_device.cuh). Where every image of the schedule below does
+// not fit (W = 128 from 3 hidden layers, W = 64 from 6 or 5), the deltas
+// overwrite the activations instead (tile_in_place).
 //
 // A block is 2 warpgroups; each owns 64 rows of a 128-row tile.
 //  1. Per warpgroup, in registers: the forward chain with A from registers
@@ -102,7 +104,7 @@ struct SmemLayout {
     uint32_t x;         // x^T   [KIN][rows]   K-major: B of dW_0
     uint32_t h;         // h_l = fp16(ReLU(z_l)), l = 0..D-1, [rows][W] each (act_offset)
     uint32_t d_out;     // (dL/dy)^T [16][rows] K-major: B of dW_D^T
-    uint32_t delta;     // delta_l, l = 0..D-1, [rows][W] each (act_offset)
+    uint32_t delta;     // delta_l, l = 0..D-1, [rows][W] each (act_offset); == h with deltas in place
     uint32_t scratch;   // 1 KB: the loss sums of the warps
     uint32_t total;
 };
@@ -110,7 +112,10 @@ struct SmemLayout {
 __host__ __device__ constexpr uint32_t activation_bytes(int width) { return uint32_t(width) * kTileRows * 2u; }
 __host__ __device__ constexpr uint32_t hidden_weight_bytes(int width) { return uint32_t(width) * width * 2u; }
 
-__host__ __device__ constexpr SmemLayout smem_layout(int width, int kin, int hidden_layers) {
+// in_place: no delta images. delta_l overwrites h_l's image once dW_{l+1}
+// (the last reader of h_l) is done: the layout of deeper networks
+// (deltas_in_place), one activation image per hidden layer instead of two.
+__host__ __device__ constexpr SmemLayout smem_layout(int width, int kin, int hidden_layers, bool in_place = false) {
     SmemLayout s{};
     s.w0 = 0;
     s.w0t = s.w0 + uint32_t(width) * 128u;  // one 64-wide k block of 128-byte rows
@@ -119,15 +124,27 @@ __host__ __device__ constexpr SmemLayout smem_layout(int width, int kin, int hid
     s.x = s.w_out + uint32_t(width / 64) * kOutPad * 128u;
     s.h = s.x + uint32_t(kTileRows / 64) * kin * 128u;
     s.d_out = s.h + uint32_t(hidden_layers) * activation_bytes(width);
-    s.delta = s.d_out + uint32_t(kTileRows / 64) * kOutPad * 128u;
-    s.scratch = s.delta + uint32_t(hidden_layers) * activation_bytes(width);
+    const uint32_t after_d_out = s.d_out + uint32_t(kTileRows / 64) * kOutPad * 128u;
+    s.delta = in_place ? s.h : after_d_out;
+    s.scratch = in_place ? after_d_out : s.delta + uint32_t(hidden_layers) * activation_bytes(width);
     s.total = s.scratch + 1024u;
     return s;
 }
 
 // Dynamic shared memory to ask for: the images plus the slack to align them.
-__host__ __device__ constexpr size_t smem_bytes_for(int width, int kin, int hidden_layers) {
-    return size_t(smem_layout(width, kin, hidden_layers).total) + 1024u;
+__host__ __device__ constexpr size_t smem_bytes_for(int width, int kin, int hidden_layers, bool in_place = false) {
+    return size_t(smem_layout(width, kin, hidden_layers, in_place).total) + 1024u;
+}
+
+// Hopper's dynamic shared memory per block (sm_90: 227 KB).
+constexpr size_t kSmemPerBlock = 227u * 1024u;
+
+// Deltas in place where every image does not fit: W = 128 from 3 hidden
+// layers, W = 64 from 6 (n_in <= 32) or 5. The price is two block barriers
+// around every dW product (tile_in_place), which the all-images schedule
+// does without, so it is only the layout of the depths that need it.
+__host__ __device__ constexpr bool deltas_in_place(int width, int kin, int hidden_layers) {
+    return smem_bytes_for(width, kin, hidden_layers) > kSmemPerBlock;
 }
 
 // ---- Image addressing ------------------------------------------------------------
@@ -488,18 +505,20 @@ FUSEDNGP_WGMMA_HD long long partial_transposed_index(int t, int i, uint32_t ld, 
 
 // ---- The per-warpgroup chain: forward, loss, deltas, dL/dinput ------------------------
 
+// Forward and loss for this warpgroup's rows: x and h_0..h_{D-1} go to their
+// images, h_{D-1} stays in ha, and y becomes loss_scale * dL/dy (0 outside),
+// in registers and in its transposed image.
 template <int W, int KIN>
-__device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const Images<W>& im, const RowState& rs,
-                                      uint32_t (&xa)[KIN / 16][4], float& loss_sum, bool& din_bad) {
+__device__ __forceinline__ void forward_and_loss(const KernelArgs& p, uint8_t* smem, const Images<W>& im,
+                                                 const RowState& rs, uint32_t (&xa)[KIN / 16][4], float (&acc)[W / 2],
+                                                 uint32_t (&ha)[W / 16][4], float (&y)[8], float& loss_sum) {
     const uint32_t D = p.shape.n_hidden, base = shared_address(smem);
     float loss_in[8];
     load_loss_inputs(p, rs.row0, rs.valid, rs.t, loss_in);
     store_input_image<KIN>(xa, smem + im.L.x, rs.g, rs.t);
     const ActAddressing at = act_addressing(rs.g, rs.t);
 
-    // Forward: h_l = fp16(ReLU(h_{l-1} W_l^T)), kept as A fragments and imaged.
-    float acc[W / 2];
-    uint32_t ha[W / 16][4];
+    // h_l = fp16(ReLU(h_{l-1} W_l^T)), kept as A fragments and imaged.
     product_rs<0>(acc, xa, forward_weight<W, KIN>(base, im, 0, D));
     relu_to_fragments(acc, ha);
     store_activation<W>(ha, smem + im.h(0), at);
@@ -510,30 +529,53 @@ __device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const 
     }
 
     // Output and loss: y (m64n16) -> loss_scale * dL/dy, one k-step of A.
-    float y[8];
     product_rs<0>(y, ha, forward_weight<W, KIN>(base, im, D, D));
     output_loss(p, y, loss_in, rs.row0, rs.valid, rs.t, loss_sum);
-    uint32_t da[1][4];
-    accumulators_to_a_fragments(y, da);
     store_output_delta_image(y, smem + im.L.d_out, rs.g, rs.t);
+}
 
-    // delta_{l-1} = (delta_l W_l) .* [h_{l-1} > 0], from the output layer down.
-    product_rs<1>(acc, da, backward_weight<W, KIN>(base, im, D, D));
-    apply_relu_mask<W>(acc, smem + im.h(D - 1), at);
+// delta_{l-1} = (delta_l W_l) .* [h_{l-1} > 0] into ha (delta_l: the A
+// fragments `a`, of STEPS k-steps; l = D is the output layer). h_{l-1} must
+// still be in its image.
+template <int W, int KIN, int STEPS>
+__device__ __forceinline__ void backward_layer(uint32_t base, const uint8_t* smem, const Images<W>& im, uint32_t l,
+                                               uint32_t D, uint32_t (&a)[STEPS][4], float (&acc)[W / 2],
+                                               uint32_t (&ha)[W / 16][4], const ActAddressing& at) {
+    product_rs<1>(acc, a, backward_weight<W, KIN>(base, im, l, D));
+    apply_relu_mask<W>(acc, smem + im.h(l - 1), at);
     accumulators_to_a_fragments(acc, ha);
-    store_activation<W>(ha, smem + im.delta(D - 1), at);
-    for (uint32_t l = D - 1; l >= 1; --l) {
-        product_rs<1>(acc, ha, backward_weight<W, KIN>(base, im, l, D));
-        apply_relu_mask<W>(acc, smem + im.h(l - 1), at);
-        accumulators_to_a_fragments(acc, ha);
-        store_activation<W>(ha, smem + im.delta(l - 1), at);
-    }
+}
 
-    // dL/dinput = delta_0 W_0 / loss_scale.
+// dL/dinput = delta_0 W_0 / loss_scale (delta_0 in ha), when asked.
+template <int W, int KIN>
+__device__ __forceinline__ void input_gradient(const KernelArgs& p, uint32_t base, const Images<W>& im,
+                                               uint32_t (&ha)[W / 16][4], const RowState& rs, bool& din_bad) {
     if (p.din == nullptr) return;
     float din[KIN / 2];
-    product_rs<0>(din, ha, backward_weight<W, KIN>(base, im, 0, D));
+    product_rs<0>(din, ha, backward_weight<W, KIN>(base, im, 0, p.shape.n_hidden));
     store_input_gradient<KIN>(p, din, rs, din_bad);
+}
+
+// The whole chain of one warpgroup, every delta to its own image (the
+// weight gradients follow from the images after one barrier).
+template <int W, int KIN>
+__device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const Images<W>& im, const RowState& rs,
+                                      uint32_t (&xa)[KIN / 16][4], float& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden, base = shared_address(smem);
+    const ActAddressing at = act_addressing(rs.g, rs.t);
+    float acc[W / 2], y[8];
+    uint32_t ha[W / 16][4];
+    forward_and_loss<W, KIN>(p, smem, im, rs, xa, acc, ha, y, loss_sum);
+    uint32_t da[1][4];
+    accumulators_to_a_fragments(y, da);
+    // From the output layer down.
+    backward_layer<W, KIN>(base, smem, im, D, D, da, acc, ha, at);
+    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        backward_layer<W, KIN>(base, smem, im, l, D, ha, acc, ha, at);
+        store_activation<W>(ha, smem + im.delta(l - 1), at);
+    }
+    input_gradient<W, KIN>(p, base, im, ha, rs, din_bad);
 }
 
 // ---- Weight gradients from the images -------------------------------------------------
@@ -593,34 +635,116 @@ FUSEDNGP_WGMMA_HD int weight_gradient_owner(uint32_t l, int m) {
 //   dW_0[o][i]   = sum_r delta_0[r][o] x[r][i]
 //   dW_l[o][i]   = sum_r delta_l[r][o] h_{l-1}[r][i]
 //   dW_D^T[i][o] = sum_r h_{D-1}[r][i] (dL/dy)[r][o]
+// one function per kind of matrix. From W = 128 on, the loops visit only
+// warpgroup g's chunks and every owner test is constant true.
+struct GradientTarget {
+    float* partial;  // the block's partial
+    int g, t;
+    bool first_tile;
+};
+
+template <int W>
+FUSEDNGP_WGMMA_HD bool owns_chunk(uint32_t l, int m, int g) {
+    return W / 64 >= kWarpgroups || weight_gradient_owner<W>(l, m) == g;
+}
+template <int W>
+FUSEDNGP_WGMMA_HD int first_chunk(int g) {
+    return W / 64 >= kWarpgroups ? g : 0;
+}
+template <int W>
+FUSEDNGP_WGMMA_HD int chunk_stride() {
+    return W / 64 >= kWarpgroups ? kWarpgroups : 1;
+}
+
 template <int W, int KIN>
-__device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* smem, const Images<W>& im, int g, int t,
-                                                 bool first_tile) {
+__device__ __forceinline__ void input_layer_gradient(const KernelArgs& p, uint32_t base, const Images<W>& im,
+                                                     const GradientTarget& to) {
     const MlpShape& s = p.shape;
-    const uint32_t D = s.n_hidden, base = shared_address(smem);
-    float* partial = p.partial + size_t(blockIdx.x) * p.partial_stride;
-    // From W = 128 on, the loop visits only warpgroup g's chunks and every
-    // owner test is constant true: the code measured before W = 64 existed.
-    constexpr bool by_chunk = W / 64 >= kWarpgroups;
-    auto mine = [&](uint32_t l, int m) { return by_chunk || weight_gradient_owner<W>(l, m) == g; };
-    for (int m = by_chunk ? g : 0; m < W / 64; m += by_chunk ? kWarpgroups : 1) {
-        if (mine(0, m)) {
-            float acc[KIN / 2];
-            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, D, m), weight_gradient_b<W, KIN>(base, im, 0, D));
-            add_chunk_to_partial(acc, partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, t, first_tile);
-        }
-        for (uint32_t l = 1; l < D; ++l) {
-            if (!mine(l, m)) continue;
-            float acc[W / 2];
-            issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, D, m), weight_gradient_b<W, KIN>(base, im, l, D));
-            add_chunk_to_partial(acc, partial + padded_offset(s, l), W, 64 * m, W, t, first_tile);
-        }
-        if (mine(D, m)) {
-            float acc[kOutPad / 2];
-            issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
-            add_transposed_chunk_to_partial(acc, partial + padded_offset(s, D), W, 64 * m, t, first_tile);
-        }
+    for (int m = first_chunk<W>(to.g); m < W / 64; m += chunk_stride<W>()) {
+        if (!owns_chunk<W>(0, m, to.g)) continue;
+        float acc[KIN / 2];
+        issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, 0, s.n_hidden, m), weight_gradient_b<W, KIN>(base, im, 0, s.n_hidden));
+        add_chunk_to_partial(acc, to.partial + padded_offset(s, 0), s.n_in_pad, 64 * m, s.n_in_pad, to.t, to.first_tile);
     }
+}
+
+template <int W, int KIN>
+__device__ __forceinline__ void hidden_layer_gradient(const KernelArgs& p, uint32_t base, const Images<W>& im,
+                                                      uint32_t l, const GradientTarget& to) {
+    const MlpShape& s = p.shape;
+    for (int m = first_chunk<W>(to.g); m < W / 64; m += chunk_stride<W>()) {
+        if (!owns_chunk<W>(l, m, to.g)) continue;
+        float acc[W / 2];
+        issue_ss<1, 1>(acc, weight_gradient_a<W>(base, im, l, s.n_hidden, m), weight_gradient_b<W, KIN>(base, im, l, s.n_hidden));
+        add_chunk_to_partial(acc, to.partial + padded_offset(s, l), W, 64 * m, W, to.t, to.first_tile);
+    }
+}
+
+template <int W, int KIN>
+__device__ __forceinline__ void output_layer_gradient(const KernelArgs& p, uint32_t base, const Images<W>& im,
+                                                      const GradientTarget& to) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    for (int m = first_chunk<W>(to.g); m < W / 64; m += chunk_stride<W>()) {
+        if (!owns_chunk<W>(D, m, to.g)) continue;
+        float acc[kOutPad / 2];
+        issue_ss<1, 0>(acc, weight_gradient_a<W>(base, im, D, D, m), weight_gradient_b<W, KIN>(base, im, D, D));
+        add_transposed_chunk_to_partial(acc, to.partial + padded_offset(s, D), W, 64 * m, to.t, to.first_tile);
+    }
+}
+
+template <int W, int KIN>
+__device__ __forceinline__ void weight_gradients(const KernelArgs& p, uint8_t* smem, const Images<W>& im,
+                                                 const GradientTarget& to) {
+    const uint32_t base = shared_address(smem);
+    input_layer_gradient<W, KIN>(p, base, im, to);
+    for (uint32_t l = 1; l < p.shape.n_hidden; ++l) hidden_layer_gradient<W, KIN>(p, base, im, l, to);
+    output_layer_gradient<W, KIN>(p, base, im, to);
+}
+
+// ---- Deltas in place: the chain and the weight gradients interleaved ---------------------
+
+// Both warpgroups' ordinary stores to the images are visible to wgmma's
+// async-proxy reads after this (and, after a product's wait, its reads are
+// done before anyone's next store).
+__device__ __forceinline__ void block_sync_images() {
+    fence_proxy_async_shared();
+    __syncthreads();
+}
+
+// One tile with deltas in place (smem_layout's in_place: delta(l) == h(l)).
+// dW_{l} is the last reader of h_{l-1}; delta_{l-1} is computed into
+// registers (its ReLU mask still read from h_{l-1}), waits there while both
+// warpgroups run dW_l, then overwrites h_{l-1}. Per dW product: one barrier
+// before (its operands complete) and one after (its reads done).
+// next/xa: the next tile's input, loaded before the last product.
+template <int W, int KIN>
+__device__ __forceinline__ void tile_in_place(const KernelArgs& p, uint8_t* smem, const Images<W>& im,
+                                              const RowState& rs, const RowState& next, uint32_t (&xa)[KIN / 16][4],
+                                              float& loss_sum, bool& din_bad, const GradientTarget& to) {
+    const uint32_t D = p.shape.n_hidden, base = shared_address(smem);
+    const ActAddressing at = act_addressing(rs.g, rs.t);
+    float acc[W / 2], y[8];
+    uint32_t ha[W / 16][4];
+    forward_and_loss<W, KIN>(p, smem, im, rs, xa, acc, ha, y, loss_sum);
+    uint32_t da[1][4];
+    accumulators_to_a_fragments(y, da);
+    backward_layer<W, KIN>(base, smem, im, D, D, da, acc, ha, at);  // delta_{D-1}
+    block_sync_images();
+    output_layer_gradient<W, KIN>(p, base, im, to);  // reads h_{D-1}
+    block_sync_images();
+    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        backward_layer<W, KIN>(base, smem, im, l, D, ha, acc, ha, at);  // delta_{l-1}
+        block_sync_images();
+        hidden_layer_gradient<W, KIN>(p, base, im, l, to);  // reads delta_l and h_{l-1}
+        block_sync_images();
+        store_activation<W>(ha, smem + im.delta(l - 1), at);
+    }
+    input_gradient<W, KIN>(p, base, im, ha, rs, din_bad);
+    load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
+    block_sync_images();
+    input_layer_gradient<W, KIN>(p, base, im, to);  // reads delta_0 and x
 }
 
 // ---- The kernel ---------------------------------------------------------------------------
@@ -656,13 +780,14 @@ FUSEDNGP_UNROLL
 // MIN_BLOCKS: the blocks per SM the registers are budgeted for (2: at most
 // 128 per thread). At W = 64, n_in <= 32 two blocks' images fit in shared
 // memory (~107 KB each at D = 2), so one block's weight-gradient phase can
-// overlap the other's chain.
-template <int W, int KIN, int MIN_BLOCKS = 1>
+// overlap the other's chain. IN_PLACE: the deeper networks' schedule and
+// layout (deltas_in_place, tile_in_place).
+template <int W, int KIN, int MIN_BLOCKS = 1, bool IN_PLACE = false>
 __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_train_kernel(const KernelArgs p) {
 #if FUSEDNGP_WGMMA_AVAILABLE
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned
-    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden))};
+    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden), IN_PLACE)};
     load_weight_images<W, KIN>(p, smem, im.L);
     const int g = int(threadIdx.x) / kWarpgroupThreads, t = int(threadIdx.x) % kWarpgroupThreads;
     auto rows_of = [&](uint32_t tile) {  // valid: 0 past the last tile or the batch, else up to 64
@@ -671,25 +796,29 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_train_ke
         return RowState{row0, inside ? int(min(p.batch - row0, uint32_t(kWarpgroupRows))) : 0, g, t};
     };
     float loss_sum = 0.f;
-    bool din_bad = false, first_tile = true;
+    bool din_bad = false;
+    GradientTarget to{p.partial + size_t(blockIdx.x) * p.partial_stride, g, t, true};
     uint32_t xa[KIN / 16][4];
     load_input_fragments<KIN>(p, rows_of(blockIdx.x).row0, rows_of(blockIdx.x).valid, t, xa);
     for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
         __syncthreads();  // the previous tile's weight-gradient products are done with the images
         prefetch_input_l2(p, tile + 2 * gridDim.x);
-        chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
-        // The next tile's input loads overlap the weight-gradient products.
-        const RowState next = rows_of(tile + gridDim.x);
-        load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
-        fence_proxy_async_shared();  // the images were written by ordinary stores
-        __syncthreads();
-        weight_gradients<W, KIN>(p, smem, im, g, t, first_tile);
+        if constexpr (IN_PLACE) {
+            tile_in_place<W, KIN>(p, smem, im, rows_of(tile), rows_of(tile + gridDim.x), xa, loss_sum, din_bad, to);
+        } else {
+            chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
+            // The next tile's input loads overlap the weight-gradient products.
+            const RowState next = rows_of(tile + gridDim.x);
+            load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
+            block_sync_images();  // the images were written by ordinary stores
+            weight_gradients<W, KIN>(p, smem, im, to);
+        }
         // The next tile overwrites the images with ordinary stores after the
         // barrier at the loop's top; the wgmma that read them are complete
         // (wait_group 0). The proxy fence is belt and braces for that
         // async-read -> generic-write order (one instruction per tile).
         fence_proxy_async_shared();
-        first_tile = false;
+        to.first_tile = false;
     }
     if (p.nonfinite_flag != nullptr && __any_sync(0xffffffffu, din_bad) && threadIdx.x % 32u == 0)
         atomicOr(p.nonfinite_flag, 1u);

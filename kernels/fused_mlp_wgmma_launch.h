@@ -19,15 +19,21 @@ constexpr int kWgmmaTrainThreads = 256;
 // The shapes the kernel implements: W = 64 or 128, hidden ReLU, output None,
 // n_in <= 64, n_out <= 16, at least one hidden layer. Whether the depth fits
 // in shared memory is wgmma_train_smem_bytes against the device's limit (at
-// W = 128: 1 or 2 hidden layers within 227 KB, at W = 64: 1 to 5, or 4 with n_in > 32).
+// W = 128: 1 to 3 hidden layers within 227 KB, at W = 64: 1 to 8; from 3 and
+// from 6 (5 with n_in > 32) on, with deltas in place).
 bool wgmma_train_shape_supported(const MlpShape& shape);
 // Dynamic shared memory of one block for this shape (supported shapes only).
 size_t wgmma_train_smem_bytes(const MlpShape& shape);
+// Whether this shape runs with deltas in place (every image does not fit).
+bool wgmma_train_deltas_in_place(const MlpShape& shape);
 // Whether `device` can run the kernel: the sm_90a binary runs on compute
 // capability 9.0 only.
 bool wgmma_train_device_ok(int device);
 
 // prepare_kernel (fused_mlp_launch.h) for this shape's kernel.
+// The in-place kernel for width 64 or 128 and input width kin (32 or 64)
+// (kernels/sm90a/fused_mlp_wgmma_train_in_place.cu).
+const void* wgmma_train_in_place_kernel(int width, int kin);
 cudaError_t prepare_wgmma_train(const MlpShape& shape, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info);
 // args.rows_per_tile must be kWgmmaTrainRows; grid <= args.n_tiles (every
 // block writes its partial).

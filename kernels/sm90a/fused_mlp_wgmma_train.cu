@@ -18,13 +18,16 @@ static_assert(wgmma_train::act_addressing_matches<128>(), "the activation-image 
 // kernel's registers are budgeted for two (128 per thread; ptxas spills ~140
 // bytes). Measured on the H200 at 3c085a3: 3.90 G samples/s at 2^20 against 3.49 with
 // registers for one block (196, no spill). n_in > 32 needs 255 and one block.
+// Deeper networks (deltas_in_place) take the in-place instantiations of
+// fused_mlp_wgmma_train_in_place.cu: one block per SM whatever n_in.
 const void* kernel_for(const MlpShape& shape) {
-    const bool narrow_input = wgmma_train::input_width_for(shape.n_in_pad) == 32;
+    const int kin = wgmma_train::input_width_for(shape.n_in_pad);
+    if (wgmma_train_deltas_in_place(shape)) return wgmma_train_in_place_kernel((int)shape.width, kin);
     if (shape.width == 64) {
-        if (narrow_input) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 32, 2>;
+        if (kin == 32) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 32, 2>;
         return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<64, 64>;
     }
-    if (narrow_input) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<128, 32>;
+    if (kin == 32) return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<128, 32>;
     return (const void*)wgmma_train::fused_mlp_wgmma_train_kernel<128, 64>;
 }
 
@@ -36,8 +39,13 @@ bool wgmma_train_shape_supported(const MlpShape& s) {
            s.n_hidden >= 1;
 }
 
+bool wgmma_train_deltas_in_place(const MlpShape& s) {
+    return wgmma_train::deltas_in_place((int)s.width, wgmma_train::input_width_for(s.n_in_pad), (int)s.n_hidden);
+}
+
 size_t wgmma_train_smem_bytes(const MlpShape& s) {
-    return wgmma_train::smem_bytes_for((int)s.width, wgmma_train::input_width_for(s.n_in_pad), (int)s.n_hidden);
+    return wgmma_train::smem_bytes_for((int)s.width, wgmma_train::input_width_for(s.n_in_pad), (int)s.n_hidden,
+                                       wgmma_train_deltas_in_place(s));
 }
 
 bool wgmma_train_device_ok(int device) {

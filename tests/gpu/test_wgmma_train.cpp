@@ -4,7 +4,8 @@
 // after the reduce, dL/dinput, the mean loss) and backward with dL/dout from
 // the caller, at batches 1, 127, 1001 and 2^16 (several tiles per block, so
 // the partials' add path runs), for the shapes the kernel supports (W = 64 and 128,
-// ReLU / None, n_in <= 64, n_out <= 16, 1-2 hidden layers; W = 64 up to 5). Every output is
+// ReLU / None, n_in <= 64, n_out <= 16, 1-3 hidden layers at W = 128, 1-8 at W = 64,
+// the deepest with deltas in place). Every output is
 // NaN-poisoned first; a second call must give the same bits. Skipped
 // without a compute capability 9.0 device (the kernel is sm_90a only).
 #include "fused_mlp_wgmma_launch.h"
@@ -180,9 +181,13 @@ std::vector<WgmmaCase> cases() {
     // in the 64-wide one, whose W_0 image is zero past n_in_pad). At W = 64
     // also the image-fit network (32 -> 3) and 3-4 hidden layers, which fit
     // there (5 is the most at n_in <= 32); 32 -> 64 runs two blocks per SM, 64 -> 64 one.
+    // Deltas in place (deltas_in_place): W = 128 at 3 hidden layers, W = 64 at
+    // 6 and 8 (n_in <= 32) and 5 and 8 (n_in 48 and 64).
     const Shape shapes[] = {{128, 32, 16, 2}, {128, 3, 1, 1}, {128, 17, 5, 2}, {128, 48, 7, 2}, {128, 64, 16, 1},
                             {64, 32, 16, 2},  {64, 3, 1, 1},  {64, 17, 5, 2},  {64, 48, 7, 2},  {64, 64, 16, 1},
-                            {64, 32, 3, 2},   {64, 32, 16, 5}, {64, 64, 7, 4}};
+                            {64, 32, 3, 2},   {64, 32, 16, 5}, {64, 64, 7, 4},
+                            {128, 32, 16, 3}, {128, 64, 16, 3}, {128, 17, 5, 3},
+                            {64, 32, 16, 6},  {64, 3, 1, 8},   {64, 48, 7, 5},  {64, 64, 16, 8}};
     for (const Shape& sh : shapes)
         for (uint32_t batch : {1u, 127u, 1001u, 65536u})
             for (bool fused : {true, false}) {
@@ -210,13 +215,13 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
     const FusedMlpConfig unsupported[] = {
         {32, 16, 32, 2, Activation::ReLU, Activation::None},   // W = 32
         {32, 16, 256, 2, Activation::ReLU, Activation::None},  // W = 256 (not built yet)
-        {32, 16, 64, 6, Activation::ReLU, Activation::None},   // W = 64, 6 hidden layers: over the shared memory
-        {64, 16, 64, 5, Activation::ReLU, Activation::None},   // W = 64, n_in 64, 5 hidden layers: the same
+        {32, 16, 64, 9, Activation::ReLU, Activation::None},   // W = 64, 9 hidden layers: over the shared memory
+        {64, 16, 64, 9, Activation::ReLU, Activation::None},   // W = 64, n_in 64, 9 hidden layers: the same
         {32, 17, 128, 2, Activation::ReLU, Activation::None},  // n_out > 16
         {65, 16, 128, 2, Activation::ReLU, Activation::None},  // n_in > 64
         {32, 16, 128, 2, Activation::SiLU, Activation::None},  // hidden not ReLU
         {32, 16, 128, 2, Activation::ReLU, Activation::Sigmoid},
-        {32, 16, 128, 3, Activation::ReLU, Activation::None},  // 3 hidden layers: over the shared memory
+        {32, 16, 128, 4, Activation::ReLU, Activation::None},  // 4 hidden layers: over the shared memory
     };
     for (const FusedMlpConfig& cfg : unsupported) {
         FusedMlp mlp(cfg, t);
@@ -248,8 +253,10 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
 
 // The kernel's shared memory at the supported depths fits the H200's 227 KB
 // per block, and one more hidden layer does not (the planner's cut-off):
-// W = 128 holds 2 hidden layers, W = 64 holds 5 (n_in <= 32) or 4. At W = 64 with n_in <= 32
-// two blocks fit per SM (228 KB, 1 KB reserved per block).
+// W = 128 holds 3 hidden layers, W = 64 holds 8. Deltas go in place only
+// where every image does not fit: from 3 hidden layers at W = 128, from 6
+// at W = 64 (5 with n_in > 32). At W = 64 with n_in <= 32 two blocks fit per
+// SM (228 KB, 1 KB reserved per block).
 TEST(WgmmaTrainSelection, SharedMemoryBudget) {
     MlpShape s;
     s.n_out = 16;
@@ -257,12 +264,17 @@ TEST(WgmmaTrainSelection, SharedMemoryBudget) {
     for (uint32_t width : {64u, 128u}) {
         s.width = width;
         for (uint32_t n_in_pad : {16u, 32u, 64u}) {
-            const uint32_t deepest = width == 128 ? 2 : n_in_pad <= 32 ? 5 : 4;
+            const uint32_t deepest = width == 128 ? 3 : 8;
+            const uint32_t first_in_place = width == 128 ? 3 : n_in_pad <= 32 ? 6 : 5;
             s.n_in = n_in_pad;
             s.n_in_pad = n_in_pad;
-            s.n_hidden = deepest;
-            EXPECT_TRUE(wgmma_train_shape_supported(s));
-            EXPECT_LE(wgmma_train_smem_bytes(s), 227u * 1024u) << "W " << width << " n_in_pad " << n_in_pad;
+            for (uint32_t depth = 1; depth <= deepest; ++depth) {
+                s.n_hidden = depth;
+                EXPECT_TRUE(wgmma_train_shape_supported(s));
+                EXPECT_LE(wgmma_train_smem_bytes(s), 227u * 1024u) << "W " << width << " n_in_pad " << n_in_pad << " D " << depth;
+                EXPECT_EQ(wgmma_train_deltas_in_place(s), depth >= first_in_place)
+                    << "W " << width << " n_in_pad " << n_in_pad << " D " << depth;
+            }
             s.n_hidden = deepest + 1;
             EXPECT_GT(wgmma_train_smem_bytes(s), 227u * 1024u) << "W " << width << " n_in_pad " << n_in_pad;
         }

@@ -139,21 +139,27 @@ void load_weights(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<
     scatter(p.w_fwd + frag_offset(s, D), W, kOutPad, im.L.w_out, kOutPad, W);
 }
 
-// chain() for warpgroup g, step by step.
+// One warpgroup's registers, thread by thread, kept across the phases of a tile.
 template <int W, int KIN>
-void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile, int g,
-                   double& loss_sum, bool& din_bad) {
+using WarpgroupRegs = std::vector<ThreadRegs<W, KIN>>;
+
+// The row state of thread t of warpgroup g in `tile`, as the kernel's rows_of.
+inline RowState rows_of(const KernelArgs& p, uint32_t tile, int g, int t) {
+    const uint32_t row0 = tile * kTileRows + kWarpgroupRows * g;
+    const bool inside = tile < p.n_tiles && row0 < p.batch;
+    return RowState{row0, inside ? int(std::min<uint32_t>(p.batch - row0, 64)) : 0, g, t};
+}
+
+// forward_and_loss() for warpgroup g: h_{D-1} left in ha, loss_scale * dL/dy in y.
+template <int W, int KIN>
+void emulate_forward(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile, int g,
+                     WarpgroupRegs<W, KIN>& th, double& loss_sum) {
     const uint32_t D = p.shape.n_hidden;
     uint8_t* base = smem.data();
-    std::vector<ThreadRegs<W, KIN>> th(kT);
-    auto rows = [&](int t) {
-        const uint32_t row0 = tile * kTileRows + kWarpgroupRows * g;
-        return RowState{row0, row0 < p.batch ? int(std::min<uint32_t>(p.batch - row0, 64)) : 0, g, t};
-    };
     auto acc = [&](int t) -> float(&)[W / 2] { return th[t].acc; };
     auto ha = [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; };
     for (int t = 0; t < kT; ++t) {
-        const RowState rs = rows(t);
+        const RowState rs = rows_of(p, tile, g, t);
         load_input_fragments<KIN>(p, rs.row0, rs.valid, t, th[t].xa);
         load_loss_inputs(p, rs.row0, rs.valid, t, th[t].loss_in);
         store_input_image<KIN>(th[t].xa, base + im.L.x, g, t);
@@ -174,31 +180,61 @@ void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images
     emulate_rs<8, W / 16, 0>(smem, [&](int t) -> float(&)[8] { return th[t].y; }, ha,
                               forward_weight<W, KIN>(0, im, D, D));
     for (int t = 0; t < kT; ++t) {
-        const RowState rs = rows(t);
         float sum = 0.f;
-        output_loss(p, th[t].y, th[t].loss_in, rs.row0, rs.valid, t, sum);
+        output_loss(p, th[t].y, th[t].loss_in, rows_of(p, tile, g, t).row0, rows_of(p, tile, g, t).valid, t, sum);
         loss_sum += sum;
         accumulators_to_a_fragments(th[t].y, th[t].da);
         store_output_delta_image(th[t].y, base + im.L.d_out, g, t);
     }
-    auto backward_layer = [&](uint32_t l) {  // delta_l from acc
-        for (int t = 0; t < kT; ++t) {
-            apply_relu_mask<W>(th[t].acc, base + im.h(l), act_addressing(g, t));
-            accumulators_to_a_fragments(th[t].acc, th[t].ha);
-            store_activation<W>(th[t].ha, base + im.delta(l), act_addressing(g, t));
-        }
-    };
-    emulate_rs<W / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
-                             backward_weight<W, KIN>(0, im, D, D));
-    backward_layer(D - 1);
-    for (uint32_t l = D - 1; l >= 1; --l) {
-        emulate_rs<W / 2, W / 16, 1>(smem, acc, ha, backward_weight<W, KIN>(0, im, l, D));
-        backward_layer(l - 1);
+}
+
+// backward_layer(): delta_{l-1} into ha, from da (l = D) or ha.
+template <int W, int KIN>
+void emulate_backward_layer(const std::vector<uint8_t>& smem, const Images<W>& im, uint32_t l, uint32_t D, int g,
+                            WarpgroupRegs<W, KIN>& th) {
+    auto acc = [&](int t) -> float(&)[W / 2] { return th[t].acc; };
+    if (l == D)
+        emulate_rs<W / 2, 1, 1>(smem, acc, [&](int t) -> uint32_t(&)[1][4] { return th[t].da; },
+                                 backward_weight<W, KIN>(0, im, D, D));
+    else
+        emulate_rs<W / 2, W / 16, 1>(smem, acc, [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; },
+                                      backward_weight<W, KIN>(0, im, l, D));
+    for (int t = 0; t < kT; ++t) {
+        apply_relu_mask<W>(th[t].acc, smem.data() + im.h(l - 1), act_addressing(g, t));
+        accumulators_to_a_fragments(th[t].acc, th[t].ha);
     }
+}
+
+template <int W, int KIN>
+void emulate_store_delta(std::vector<uint8_t>& smem, const Images<W>& im, uint32_t l, int g, WarpgroupRegs<W, KIN>& th) {
+    for (int t = 0; t < kT; ++t) store_activation<W>(th[t].ha, smem.data() + im.delta(l), act_addressing(g, t));
+}
+
+// input_gradient(): dL/dinput from delta_0 in ha.
+template <int W, int KIN>
+void emulate_input_gradient(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile,
+                            int g, WarpgroupRegs<W, KIN>& th, bool& din_bad) {
     if (p.din == nullptr) return;
-    emulate_rs<KIN / 2, W / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; }, ha,
-                                    backward_weight<W, KIN>(0, im, 0, D));
-    for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows(t), din_bad);
+    emulate_rs<KIN / 2, W / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; },
+                                    [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; },
+                                    backward_weight<W, KIN>(0, im, 0, p.shape.n_hidden));
+    for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows_of(p, tile, g, t), din_bad);
+}
+
+// chain() for warpgroup g, step by step.
+template <int W, int KIN>
+void emulate_chain(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile, int g,
+                   double& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden;
+    WarpgroupRegs<W, KIN> th(kT);
+    emulate_forward<W, KIN>(p, smem, im, tile, g, th, loss_sum);
+    emulate_backward_layer<W, KIN>(smem, im, D, D, g, th);
+    emulate_store_delta<W, KIN>(smem, im, D - 1, g, th);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        emulate_backward_layer<W, KIN>(smem, im, l, D, g, th);
+        emulate_store_delta<W, KIN>(smem, im, l - 1, g, th);
+    }
+    emulate_input_gradient<W, KIN>(p, smem, im, tile, g, th, din_bad);
 }
 
 // One thread's accumulators of an m64n(2 NREG) product.
@@ -227,40 +263,87 @@ void emulate_rows_chunk(const KernelArgs& p, const std::vector<uint8_t>& smem, c
         }
 }
 
-// weight_gradients() for warpgroup g: the same chunks and operands.
+// input_ / hidden_ / output_layer_gradient() for warpgroup g: the chunks the
+// kernel's loop visits (first_chunk, chunk_stride, owns_chunk).
 template <int W, int KIN>
-void emulate_weight_gradients(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<W>& im, int g,
-                              float* partial, bool first_tile) {
+void emulate_layer_gradient(const KernelArgs& p, const std::vector<uint8_t>& smem, const Images<W>& im, uint32_t l,
+                            int g, float* partial, bool first_tile) {
     const MlpShape& s = p.shape;
     const uint32_t D = s.n_hidden;
-    for (int m = 0; m < W / 64; ++m) {
-        if (weight_gradient_owner<W>(0, m) == g)
+    for (int m = first_chunk<W>(g); m < W / 64; m += chunk_stride<W>()) {
+        if (!owns_chunk<W>(l, m, g)) continue;
+        if (l == 0) {
             emulate_rows_chunk<W, KIN / 2, KIN, 0>(p, smem, im, 0, m, s.n_in_pad, s.n_in_pad, partial, first_tile);
-        for (uint32_t l = 1; l < D; ++l)
-            if (weight_gradient_owner<W>(l, m) == g)
-                emulate_rows_chunk<W, W / 2, KIN, 1>(p, smem, im, l, m, W, W, partial, first_tile);
-        if (weight_gradient_owner<W>(D, m) != g) continue;
-        std::vector<Accumulators<8>> dwd(kT);
-        emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; }, weight_gradient_a<W>(0, im, D, D, m),
-                            weight_gradient_b<W, KIN>(0, im, D, D));
-        for (int t = 0; t < kT; ++t)
-            for (int i = 0; i < 8; ++i) {
-                float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, W, 64 * m)];
-                cell = first_tile ? dwd[t].v[i] : cell + dwd[t].v[i];
-            }
+        } else if (l < D) {
+            emulate_rows_chunk<W, W / 2, KIN, 1>(p, smem, im, l, m, W, W, partial, first_tile);
+        } else {
+            std::vector<Accumulators<8>> dwd(kT);
+            emulate_ss<8, 1, 0>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; },
+                                weight_gradient_a<W>(0, im, D, D, m), weight_gradient_b<W, KIN>(0, im, D, D));
+            for (int t = 0; t < kT; ++t)
+                for (int i = 0; i < 8; ++i) {
+                    float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, W, 64 * m)];
+                    cell = first_tile ? dwd[t].v[i] : cell + dwd[t].v[i];
+                }
+        }
     }
 }
 
+// Each chunk has exactly one owning warpgroup, whatever the width: the sums
+// keep their fixed order only then.
+template <int W>
+void expect_one_owner_per_chunk(uint32_t D) {
+    for (uint32_t l = 0; l <= D; ++l)
+        for (int m = 0; m < W / 64; ++m) {
+            int owners = 0;
+            for (int g = 0; g < kWarpgroups; ++g)
+                for (int c = first_chunk<W>(g); c < W / 64; c += chunk_stride<W>()) owners += c == m && owns_chunk<W>(l, m, g);
+            EXPECT_EQ(owners, 1) << "W " << W << " layer " << l << " chunk " << m;
+        }
+}
+
+// tile_in_place() for both warpgroups, phase by phase between its barriers:
+// each warpgroup's work between two barriers runs before the other's, which
+// is one of the orders the barriers allow.
 template <int W, int KIN>
-void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, double& loss_sum, bool& din_bad) {
-    const Images<W> im{smem_layout(W, KIN, int(p.shape.n_hidden))};
+void emulate_tile_in_place(const KernelArgs& p, std::vector<uint8_t>& smem, const Images<W>& im, uint32_t tile,
+                           float* partial, bool first_tile, double& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden;
+    WarpgroupRegs<W, KIN> th[kWarpgroups] = {WarpgroupRegs<W, KIN>(kT), WarpgroupRegs<W, KIN>(kT)};
+    for (int g = 0; g < kWarpgroups; ++g) {
+        emulate_forward<W, KIN>(p, smem, im, tile, g, th[g], loss_sum);
+        emulate_backward_layer<W, KIN>(smem, im, D, D, g, th[g]);
+    }
+    for (int g = 0; g < kWarpgroups; ++g) emulate_layer_gradient<W, KIN>(p, smem, im, D, g, partial, first_tile);
+    for (int g = 0; g < kWarpgroups; ++g) emulate_store_delta<W, KIN>(smem, im, D - 1, g, th[g]);
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        for (int g = 0; g < kWarpgroups; ++g) emulate_backward_layer<W, KIN>(smem, im, l, D, g, th[g]);
+        for (int g = 0; g < kWarpgroups; ++g) emulate_layer_gradient<W, KIN>(p, smem, im, l, g, partial, first_tile);
+        for (int g = 0; g < kWarpgroups; ++g) emulate_store_delta<W, KIN>(smem, im, l - 1, g, th[g]);
+    }
+    for (int g = 0; g < kWarpgroups; ++g) emulate_input_gradient<W, KIN>(p, smem, im, tile, g, th[g], din_bad);
+    for (int g = 0; g < kWarpgroups; ++g) emulate_layer_gradient<W, KIN>(p, smem, im, 0, g, partial, first_tile);
+}
+
+// in_place: the kernel's IN_PLACE schedule and layout (the kernel takes it
+// where deltas_in_place says; the emulation can take it at any depth).
+template <int W, int KIN>
+void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, bool in_place, double& loss_sum, bool& din_bad) {
+    const uint32_t D = p.shape.n_hidden;
+    const Images<W> im{smem_layout(W, KIN, int(D), in_place)};
+    expect_one_owner_per_chunk<W>(D);
     std::vector<uint8_t> smem(im.L.total, 0);
     load_weights<W, KIN>(p, smem, im);
+    float* partial = p.partial + size_t(block) * p.partial_stride;
     bool first_tile = true;
     for (uint32_t tile = block; tile < p.n_tiles; tile += grid) {
-        for (int g = 0; g < kWarpgroups; ++g) emulate_chain<W, KIN>(p, smem, im, tile, g, loss_sum, din_bad);
-        for (int g = 0; g < kWarpgroups; ++g)
-            emulate_weight_gradients<W, KIN>(p, smem, im, g, p.partial + size_t(block) * p.partial_stride, first_tile);
+        if (in_place) {
+            emulate_tile_in_place<W, KIN>(p, smem, im, tile, partial, first_tile, loss_sum, din_bad);
+        } else {
+            for (int g = 0; g < kWarpgroups; ++g) emulate_chain<W, KIN>(p, smem, im, tile, g, loss_sum, din_bad);
+            for (uint32_t l = 0; l <= D; ++l)
+                for (int g = 0; g < kWarpgroups; ++g) emulate_layer_gradient<W, KIN>(p, smem, im, l, g, partial, first_tile);
+        }
         first_tile = false;
     }
 }
@@ -287,13 +370,21 @@ void convert_weights(const std::vector<float>& master, const MlpShape& s, std::v
     }
 }
 
+// in_place: run the in-place schedule at a depth where the kernel would not
+// (it always runs where deltas_in_place says).
 struct EmuCase {
     uint32_t width, n_in, n_out, depth, batch, grid;
+    bool in_place = false;
 };
+
+bool emulated_in_place(const EmuCase& c) {
+    const MlpShape s = mlp_shape(c.n_in, c.width, c.depth, c.n_out);
+    return c.in_place || deltas_in_place(int(c.width), input_width_for(s.n_in_pad), int(c.depth));
+}
 
 std::string emu_name(const EmuCase& c) {
     return "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
-           std::to_string(c.n_out) + "_grid" + std::to_string(c.grid);
+           std::to_string(c.n_out) + "_grid" + std::to_string(c.grid) + (emulated_in_place(c) ? "_in_place" : "");
 }
 
 void check_emulated(const EmuCase& c) {
@@ -339,12 +430,16 @@ void check_emulated(const EmuCase& c) {
 
     double loss_sum = 0;
     bool din_bad = false;
+    const bool in_place = emulated_in_place(c);
+    ASSERT_LE(smem_bytes_for(int(c.width), input_width_for(s.n_in_pad), int(c.depth), in_place), kSmemPerBlock);
     for (uint32_t b = 0; b < c.grid; ++b) {
         const bool narrow = input_width_for(s.n_in_pad) == 32;
         if (c.width == 64)
-            narrow ? emulate_block<64, 32>(p, b, c.grid, loss_sum, din_bad) : emulate_block<64, 64>(p, b, c.grid, loss_sum, din_bad);
+            narrow ? emulate_block<64, 32>(p, b, c.grid, in_place, loss_sum, din_bad)
+                   : emulate_block<64, 64>(p, b, c.grid, in_place, loss_sum, din_bad);
         else
-            narrow ? emulate_block<128, 32>(p, b, c.grid, loss_sum, din_bad) : emulate_block<128, 64>(p, b, c.grid, loss_sum, din_bad);
+            narrow ? emulate_block<128, 32>(p, b, c.grid, in_place, loss_sum, din_bad)
+                   : emulate_block<128, 64>(p, b, c.grid, in_place, loss_sum, din_bad);
     }
     EXPECT_FALSE(din_bad);
     // The reduce: blocks in order, / loss_scale, unpadded.
@@ -404,6 +499,18 @@ std::vector<EmuCase> emu_cases() {
     v.push_back({64, 32, 3, 3, 300, 2});
     v.push_back({64, 64, 16, 4, 130, 1});
     v.push_back({64, 16, 5, 5, 130, 1});
+    // Deltas in place: where the kernel takes them (W = 128 at 3 hidden
+    // layers, W = 64 from 6, or 5 with n_in > 32, up to 8), and forced at
+    // shallower depths, where the schedule's first and last phases meet.
+    v.push_back({128, 32, 16, 3, 300, 2});
+    v.push_back({128, 48, 7, 3, 300, 2});
+    v.push_back({64, 32, 3, 6, 300, 2});
+    v.push_back({64, 64, 16, 5, 130, 1});
+    v.push_back({64, 17, 5, 8, 300, 2});
+    v.push_back({64, 40, 16, 8, 130, 1});
+    v.push_back({128, 3, 1, 1, 300, 2, true});
+    v.push_back({128, 32, 16, 2, 300, 2, true});
+    v.push_back({64, 32, 16, 2, 300, 2, true});
     return v;
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated, ::testing::ValuesIn(emu_cases()),
