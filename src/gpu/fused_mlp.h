@@ -121,7 +121,7 @@ struct FusedMlpTuning {
     // Training through the Hopper wgmma kernel (kernels/fused_mlp_wgmma_device.cuh)
     // for every batch, where it applies: a compute capability 9.0 device, W =
     // 64 or 128, hidden ReLU, output None, n_in <= 64, n_out <= 16, the depth
-    // within shared memory (1-2 hidden layers at W = 128, up to 5 at W = 64);
+    // within shared memory (1-3 hidden layers at W = 128, up to 8 at W = 64);
     // elsewhere the usual choice. Planned by default where it applies (H200,
     // 32 -> W x 2 -> 16 at 2^20: W = 128 1.72 G samples/s against the tile
     // kernel's 1.00, W = 64 3.90 against the warp kernel's 3.23):
