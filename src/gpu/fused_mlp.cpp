@@ -414,6 +414,10 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning) {
     return !env_equals("FUSEDNGP_WGMMA_TRAIN", "0");
 }
 
+bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning) {
+    return tuning.wgmma_train || kWgmmaTrainInPlaceByDefault || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
+}
+
 // The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,
 // 128-row tiles of 2 warpgroups; one block per SM at W = 128 (its images take
 // ~200 KB of shared memory at D = 2), two at W = 64 with n_in <= 32 (~100 KB).
@@ -421,6 +425,7 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning) {
 // shapes it implements.
 bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     if (!wgmma_train_shape_supported(shape_)) return false;
+    if (wgmma_train_deltas_in_place(shape_) && !wgmma_train_in_place_requested(tuning_)) return false;
     PassPlan p;
     p.wgmma = true;
     p.block_warps = kWgmmaTrainThreads / 32;

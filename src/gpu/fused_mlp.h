@@ -145,6 +145,14 @@ struct FusedMlpTuning {
 // FUSEDNGP_WGMMA_TRAIN=0 is set (an A/B and escape knob).
 bool wgmma_train_requested(const FusedMlpTuning& tuning);
 
+// The depths that take the kernel with deltas in place (W = 128 at 3 hidden
+// layers, W = 64 from 6, or 5 with n_in > 32) are planned by default once
+// kWgmmaTrainInPlaceByDefault is set (after their first timing against the
+// block-tile and warp kernels); before that with tuning.wgmma_train or
+// FUSEDNGP_WGMMA_TRAIN=1.
+constexpr bool kWgmmaTrainInPlaceByDefault = false;
+bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning);
+
 // Whether an object of this width and tuning plans the wgmma inference
 // kernel (where the device and shape allow it): FusedMlpTuning::wgmma_inference
 // when set, else FUSEDNGP_WGMMA_INFERENCE (0 or 1) when set, else at the

@@ -251,6 +251,27 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     EXPECT_TRUE(wgmma_train_requested(t));
 }
 
+// The depths with deltas in place: planned by default only once
+// kWgmmaTrainInPlaceByDefault says so; before, on request (the tuning, or
+// FUSEDNGP_WGMMA_TRAIN=1). Host logic, then the plan on a Hopper device.
+TEST(WgmmaTrainSelection, InPlaceDepthsOnRequestUntilTimed) {
+    test::ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
+    FusedMlpTuning automatic, forced;
+    forced.wgmma_train = true;
+    EXPECT_EQ(wgmma_train_in_place_requested(automatic), kWgmmaTrainInPlaceByDefault);
+    EXPECT_TRUE(wgmma_train_in_place_requested(forced));
+    {
+        test::ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
+        EXPECT_TRUE(wgmma_train_in_place_requested(automatic));
+    }
+    if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
+    const FusedMlpConfig deep{32, 16, 128, 3, Activation::ReLU, Activation::None};
+    const FusedMlpConfig shallow{32, 16, 128, 2, Activation::ReLU, Activation::None};
+    EXPECT_EQ(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma, kWgmmaTrainInPlaceByDefault);
+    EXPECT_TRUE(FusedMlp(deep, forced).training_plan_for(1u << 16).wgmma);
+    EXPECT_TRUE(FusedMlp(shallow, automatic).training_plan_for(1u << 16).wgmma);
+}
+
 // The kernel's shared memory at the supported depths fits the H200's 227 KB
 // per block, and one more hidden layer does not (the planner's cut-off):
 // W = 128 holds 3 hidden layers, W = 64 holds 8. Deltas go in place only
