@@ -159,9 +159,10 @@ FUSEDNGP_WGMMA_HD uint32_t act_offset(int row, int feature) {
 }
 // x^T and (dL/dy)^T: K-major B of the weight-gradient products (n = feature,
 // k = row); stored transposed because n_in and n_out are narrower than an MN-major atom.
-template <int COLS>
+// ROWS: the tile's rows (the split kernel's tiles have 64).
+template <int COLS, int ROWS = kTileRows>
 FUSEDNGP_WGMMA_HD uint32_t transposed_offset(int row, int feature) {
-    return tile_offset(Layout::Sw128K, feature, row, COLS, kTileRows);
+    return tile_offset(Layout::Sw128K, feature, row, COLS, ROWS);
 }
 
 FUSEDNGP_WGMMA_HD void store_u32(uint8_t* smem, uint32_t offset, uint32_t v) {
@@ -368,7 +369,7 @@ FUSEDNGP_UNROLL
         }
 }
 
-template <int KIN>
+template <int KIN, int ROWS = kTileRows>
 FUSEDNGP_WGMMA_HD void store_input_image(const uint32_t (&xa)[KIN / 16][4], uint8_t* image, int g, int t) {
 FUSEDNGP_UNROLL
     for (int s = 0; s < KIN / 16; ++s)
@@ -377,8 +378,8 @@ FUSEDNGP_UNROLL
             const RowCol pos = a_fragment_position(t, r);
             const int row = kWarpgroupRows * g + pos.row, k = 16 * s + pos.col;
             // The fragment's two halves (lower k in the low half), bit for bit.
-            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k)) = uint16_t(xa[s][r] & 0xFFFFu);
-            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN>(row, k + 1)) = uint16_t(xa[s][r] >> 16);
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN, ROWS>(row, k)) = uint16_t(xa[s][r] & 0xFFFFu);
+            *reinterpret_cast<uint16_t*>(image + transposed_offset<KIN, ROWS>(row, k + 1)) = uint16_t(xa[s][r] >> 16);
         }
 }
 
@@ -396,9 +397,10 @@ FUSEDNGP_UNROLL
 }
 
 // y (output None: y = z) to p.out; y becomes loss_scale * dL/dy in place (0
-// past the batch and past n_out); the loss values go to loss_sum.
+// past the batch and past n_out); the loss values go to loss_sum. writes
+// false: dL/dy only (the split kernel's second copy of the same rows).
 FUSEDNGP_WGMMA_HD void output_loss(const KernelArgs& p, float (&y)[8], const float (&loss_in)[8],
-                                            uint32_t row0, int valid, int t, float& loss_sum) {
+                                            uint32_t row0, int valid, int t, float& loss_sum, bool writes = true) {
     const uint32_t n_out = p.shape.n_out;
 FUSEDNGP_UNROLL
     for (int i = 0; i < 8; ++i) {
@@ -407,9 +409,9 @@ FUSEDNGP_UNROLL
         const size_t idx = size_t(row0 + pos.row) * n_out + pos.col;
         float d = 0.f;
         if (ok) {
-            if (p.out != nullptr) p.out[idx] = y[i];
+            if (writes && p.out != nullptr) p.out[idx] = y[i];
             d = fused_loss_gradient<true>(p.loss, y[i], loss_in[i], p.loss_norm) * p.loss_scale;
-            if (p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y[i], loss_in[i]);
+            if (writes && p.loss_partial != nullptr) loss_sum += fused_loss_value(p.loss, y[i], loss_in[i]);
         }
         y[i] = d;
     }
@@ -462,10 +464,11 @@ FUSEDNGP_WGMMA_HD Operand weight_gradient_b(uint32_t base, const Images<W>& im, 
 
 // loss_scale * dL/dy (the output accumulators after output_loss) into its
 // transposed image, one half per element.
+template <int ROWS = kTileRows>
 FUSEDNGP_WGMMA_HD void store_output_delta_image(const float (&d)[8], uint8_t* image, int g, int t) {
     for (int i = 0; i < 8; ++i) {
         const RowCol pos = accumulator_position(t, i);
-        store_half(image, transposed_offset<kOutPad>(kWarpgroupRows * g + pos.row, pos.col), d[i]);
+        store_half(image, transposed_offset<kOutPad, ROWS>(kWarpgroupRows * g + pos.row, pos.col), d[i]);
     }
 }
 

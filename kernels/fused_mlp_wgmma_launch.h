@@ -39,6 +39,17 @@ cudaError_t prepare_wgmma_train(const MlpShape& shape, size_t max_dynamic_smem, 
 // block writes its partial).
 cudaError_t launch_wgmma_train(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
 
+// The column-split wgmma training kernel (kernels/fused_mlp_wgmma_split_device.cuh):
+// the same contract at W = 128 on 64-row tiles, each warpgroup owning 64
+// hidden columns, deltas in place: 1-4 hidden layers in shared memory
+// (196 / 208 KB at 4 with n_in <= 32 / 64).
+constexpr uint32_t kWgmmaSplitRows = 64;
+bool wgmma_split_shape_supported(const MlpShape& shape);
+size_t wgmma_split_smem_bytes(const MlpShape& shape);
+cudaError_t prepare_wgmma_split(const MlpShape& shape, size_t max_dynamic_smem, size_t smem_bytes, KernelInfo* info);
+// args.rows_per_tile must be kWgmmaSplitRows; grid <= args.n_tiles.
+cudaError_t launch_wgmma_split(const KernelArgs& args, uint32_t grid, size_t smem_bytes, cudaStream_t stream);
+
 // The wgmma inference kernel (kernels/fused_mlp_wgmma_inference_device.cuh):
 // 64-row chunks, one per warpgroup at a time, kWgmmaInferenceWarpgroups
 // warpgroups per block sharing the weight images.

@@ -80,7 +80,8 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
     if (has_warp_training_)
         warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, tuning_) : 0;
-    has_wgmma_training_ = wgmma_train_requested(tuning_) && plan_wgmma_training(wgmma_training_plan_);
+    has_wgmma_training_ = (wgmma_train_requested(tuning_) || wgmma_split_requested(tuning_)) &&
+                          plan_wgmma_training(wgmma_training_plan_);
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
@@ -418,13 +419,29 @@ bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning) {
     return tuning.wgmma_train || kWgmmaTrainInPlaceByDefault || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
 }
 
+bool wgmma_split_requested(const FusedMlpTuning& tuning) {
+    if (tuning.tile_training || tuning.force_warp_training) return false;
+    if (tuning.wgmma_split >= 0) return tuning.wgmma_split == 1;
+    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "0")) return false;
+    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "1")) return true;
+    return kWgmmaSplitByDefault;
+}
+
 // The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,
 // 128-row tiles of 2 warpgroups; one block per SM at W = 128 (its images take
 // ~200 KB of shared memory at D = 2), two at W = 64 with n_in <= 32 (~100 KB).
 // Only where its sm_90a binary runs (compute capability 9.0) and for the
 // shapes it implements.
 bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
-    if (!wgmma_train_shape_supported(shape_)) return false;
+    if (wgmma_split_requested(tuning_) && wgmma_split_shape_supported(shape_)) {
+        PassPlan p;
+        p.wgmma = p.wgmma_split = true;
+        p.block_warps = kWgmmaTrainThreads / 32;
+        p.rows_per_tile = kWgmmaSplitRows;
+        p.smem_bytes = wgmma_split_smem_bytes(shape_);
+        if (finish_wgmma_plan(p, prepare_wgmma_split, plan)) return true;
+    }
+    if (!wgmma_train_requested(tuning_) || !wgmma_train_shape_supported(shape_)) return false;
     if (wgmma_train_deltas_in_place(shape_) && !wgmma_train_in_place_requested(tuning_)) return false;
     PassPlan p;
     p.wgmma = true;
@@ -526,7 +543,7 @@ void FusedMlp::set_loss_scale(float scale) {
 }
 
 uint32_t FusedMlp::rows_per_tile_for(uint32_t batch, const PassPlan& plan) const {
-    if (plan.wgmma) return kWgmmaTrainRows;  // the kernels' fixed tiles
+    if (plan.wgmma) return plan.wgmma_split ? kWgmmaSplitRows : kWgmmaTrainRows;  // the kernels' fixed tiles
     if (plan.wgmma_inference) return kWgmmaInferenceRows;
     if (!tuning_.fill_gpu || tuning_.rows_per_tile != 0) return plan.rows_per_tile;
     // The smallest whole number of warp slabs that gives each resident block
@@ -614,7 +631,10 @@ void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float*
     uint32_t grid = 0;
     if (plan.wgmma) {
         grid = std::min(args.n_tiles, plan.max_blocks);
-        FUSEDNGP_CUDA_CHECK(launch_wgmma_train(args, grid, plan.smem_bytes, stream));
+        if (plan.wgmma_split)
+            FUSEDNGP_CUDA_CHECK(launch_wgmma_split(args, grid, plan.smem_bytes, stream));
+        else
+            FUSEDNGP_CUDA_CHECK(launch_wgmma_train(args, grid, plan.smem_bytes, stream));
     } else if (plan.warp) {
         // Persistent grid of warps, one 16-row slab per warp and step
         // (n_tiles counts slabs); every launched block writes its partial.
@@ -700,7 +720,8 @@ std::string FusedMlp::describe() const {
     std::ostringstream os;
     auto pass = [&](const char* name, const PassPlan& p, bool training) {
         if (p.wgmma) {
-            os << name << ": wgmma training kernel (sm_90a, 2 warpgroups), " << p.rows_per_tile << " rows/tile, "
+            os << name << ": wgmma training kernel (sm_90a, 2 warpgroups" << (p.wgmma_split ? ", column-split" : "")
+               << "), " << p.rows_per_tile << " rows/tile, "
                << p.smem_bytes / 1024.0 << " KiB smem, " << p.kernel.registers << " regs, " << p.kernel.local_bytes
                << " B local, " << p.kernel.blocks_per_sm << " blocks/SM";
             return;

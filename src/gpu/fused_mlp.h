@@ -137,6 +137,13 @@ struct FusedMlpTuning {
     // wherever it applies; 0: never.
     // tile_inference takes precedence.
     int wgmma_inference = -1;
+    // Training through the column-split wgmma kernel
+    // (kernels/fused_mlp_wgmma_split_device.cuh: W = 128, 64-row tiles, 1-4
+    // hidden layers, otherwise the wgmma training kernel's shapes) instead
+    // of the 128-row one. -1 (default): where it measured faster
+    // (wgmma_split_requested, kWgmmaSplitByDefault); 1: wherever it
+    // applies; 0: never.
+    int wgmma_split = -1;
 };
 
 // Whether an object with this tuning plans the wgmma training kernel (where
@@ -152,6 +159,14 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning);
 // FUSEDNGP_WGMMA_TRAIN=1.
 constexpr bool kWgmmaTrainInPlaceByDefault = false;
 bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning);
+
+// Whether an object with this tuning plans the column-split wgmma training
+// kernel where it applies: FusedMlpTuning::wgmma_split when set, else
+// FUSEDNGP_WGMMA_SPLIT (0 or 1) when set, else kWgmmaSplitByDefault (false
+// until it is timed against the 128-row and block-tile kernels); never when
+// the tuning forces the tile or warp training kernel.
+constexpr bool kWgmmaSplitByDefault = false;
+bool wgmma_split_requested(const FusedMlpTuning& tuning);
 
 // Whether an object of this width and tuning plans the wgmma inference
 // kernel (where the device and shape allow it): FusedMlpTuning::wgmma_inference
@@ -209,6 +224,9 @@ public:
         // The Hopper wgmma training kernel (training plans only; 128-row
         // tiles of 2 warpgroups, FusedMlpTuning::wgmma_train).
         bool wgmma = false;
+        // With wgmma: its column-split form (64-row tiles, each warpgroup 64
+        // hidden columns; FusedMlpTuning::wgmma_split).
+        bool wgmma_split = false;
         // The Hopper wgmma inference kernel (inference plans only; 64-row
         // chunks, one per warpgroup, FusedMlpTuning::wgmma_inference).
         bool wgmma_inference = false;

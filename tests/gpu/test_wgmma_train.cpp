@@ -34,11 +34,13 @@ using namespace mlp_test;
 struct WgmmaCase {
     uint32_t width = 128, n_in = 32, n_out = 16, depth = 2, batch = 127;
     bool fused_l2 = true;  // train_step with the fused L2 loss; false: forward + backward with dL/dout
+    bool split = false;    // the column-split kernel (FusedMlpTuning::wgmma_split)
 };
 
 std::string case_name(const WgmmaCase& c) {
-    return std::string(c.fused_l2 ? "l2" : "grad") + "_W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) +
-           "_in" + std::to_string(c.n_in) + "_out" + std::to_string(c.n_out);
+    return std::string(c.split ? "split_" : "") + (c.fused_l2 ? "l2" : "grad") + "_W" + std::to_string(c.width) + "_D" +
+           std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
+           std::to_string(c.n_out);
 }
 void PrintTo(const WgmmaCase& c, std::ostream* os) { *os << case_name(c); }
 
@@ -100,9 +102,11 @@ void check_case(const WgmmaCase& c) {
     FusedMlpConfig cfg{c.n_in, c.n_out, c.width, c.depth, Activation::ReLU, Activation::None};
     FusedMlpTuning wgmma_tuning, tile_tuning;
     wgmma_tuning.wgmma_train = true;
+    wgmma_tuning.wgmma_split = c.split ? 1 : 0;
     tile_tuning.tile_training = true;
     FusedMlp wgmma(cfg, wgmma_tuning), tile(cfg, tile_tuning);
     ASSERT_TRUE(wgmma.training_plan_for(c.batch).wgmma) << wgmma.describe();
+    ASSERT_EQ(wgmma.training_plan_for(c.batch).wgmma_split, c.split) << wgmma.describe();
     ASSERT_FALSE(tile.training_plan_for(c.batch).wgmma) << tile.describe();
     const std::vector<float> params_f = to_float(params);
     wgmma.set_params(params_f.data());
@@ -194,6 +198,16 @@ std::vector<WgmmaCase> cases() {
                 if (batch == 65536u && !fused && sh.n_in != 32) continue;  // the big batch: fewer cases
                 v.push_back({sh.width, sh.n_in, sh.n_out, sh.depth, batch, fused});
             }
+    // The column-split kernel (W = 128, 64-row tiles): 1-4 hidden layers,
+    // odd and wide inputs; batch 1001 = 16 tiles, 2^16 several per block.
+    const Shape split_shapes[] = {{128, 32, 16, 1}, {128, 32, 16, 2}, {128, 32, 16, 3}, {128, 32, 16, 4},
+                                  {128, 3, 1, 2},   {128, 17, 5, 3},  {128, 64, 16, 4}, {128, 48, 7, 1}};
+    for (const Shape& sh : split_shapes)
+        for (uint32_t batch : {1u, 127u, 1001u, 65536u})
+            for (bool fused : {true, false}) {
+                if (batch == 65536u && !fused && sh.n_in != 32) continue;
+                v.push_back({sh.width, sh.n_in, sh.n_out, sh.depth, batch, fused, true});
+            }
     return v;
 }
 
@@ -249,6 +263,44 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     EXPECT_FALSE(wgmma_train_requested(t));
     t.wgmma_train = true;
     EXPECT_TRUE(wgmma_train_requested(t));
+}
+
+// The column-split kernel: on request (tuning, FUSEDNGP_WGMMA_SPLIT=1) until
+// kWgmmaSplitByDefault says so, never when the tuning forces the tile or
+// warp kernel; W = 128 only, up to 4 hidden layers.
+TEST(WgmmaTrainSelection, SplitKernelOnRequest) {
+    test::ScopedEnv unset("FUSEDNGP_WGMMA_SPLIT", nullptr);
+    FusedMlpTuning automatic, on, off, tile;
+    on.wgmma_split = 1;
+    off.wgmma_split = 0;
+    tile.wgmma_split = 1;
+    tile.tile_training = true;
+    EXPECT_EQ(wgmma_split_requested(automatic), kWgmmaSplitByDefault);
+    EXPECT_TRUE(wgmma_split_requested(on));
+    EXPECT_FALSE(wgmma_split_requested(off));
+    EXPECT_FALSE(wgmma_split_requested(tile));
+    {
+        test::ScopedEnv env_on("FUSEDNGP_WGMMA_SPLIT", "1");
+        EXPECT_TRUE(wgmma_split_requested(automatic));
+        EXPECT_FALSE(wgmma_split_requested(off));
+    }
+    MlpShape s;
+    s.width = 128;
+    s.n_in = s.n_in_pad = 32;
+    s.n_out = s.n_out_pad = 16;
+    s.n_hidden = 4;
+    EXPECT_TRUE(wgmma_split_shape_supported(s));
+    EXPECT_LE(wgmma_split_smem_bytes(s), 227u * 1024u);
+    s.n_in = s.n_in_pad = 64;
+    EXPECT_LE(wgmma_split_smem_bytes(s), 227u * 1024u);
+    s.n_hidden = 5;
+    EXPECT_GT(wgmma_split_smem_bytes(s), 227u * 1024u);
+    s.width = 64;
+    EXPECT_FALSE(wgmma_split_shape_supported(s));
+    if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
+    const FusedMlpConfig deep{32, 16, 128, 4, Activation::ReLU, Activation::None};
+    EXPECT_TRUE(FusedMlp(deep, on).training_plan_for(1u << 16).wgmma_split);
+    EXPECT_EQ(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma, kWgmmaSplitByDefault);
 }
 
 // The depths with deltas in place: planned by default only once

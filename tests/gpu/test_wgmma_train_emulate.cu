@@ -14,6 +14,7 @@
 // way at the end.
 #include "fused_mlp_wgmma_device.cuh"
 #include "fused_mlp_wgmma_inference_device.cuh"
+#include "fused_mlp_wgmma_split_device.cuh"
 #include "gpu/mlp_fragment_slots.h"
 #include "mlp_reference.h"
 #include "mlp_test_util.h"
@@ -103,16 +104,22 @@ void emulate_rs(const std::vector<uint8_t>& smem, Acc&& acc_of, A&& a_of, const 
     scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, STEPS), 16 * STEPS, acc_of);
 }
 
-// wgmma with A and B in shared memory, K = the tile's rows.
-template <int NREG, int TRANS_A, int TRANS_B, class Acc>
-void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, const Operand& b) {
+// wgmma with A and B in shared memory, STEPS k16 steps.
+template <int NREG, int TRANS_A, int TRANS_B, int STEPS, class Acc>
+void emulate_ss_steps(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, const Operand& b) {
     expect_layout_matches<TRANS_A>(a_op);
-    std::vector<float> a(size_t(64) * kTileRows);
-    for (int s = 0; s < kRowSteps; ++s)
+    constexpr int K = 16 * STEPS;
+    std::vector<float> a(size_t(64) * K);
+    for (int s = 0; s < STEPS; ++s)
         for (int m = 0; m < 64; ++m)
             for (int k = 0; k < 16; ++k)
-                a[size_t(m) * kTileRows + 16 * s + k] = descriptor_element(smem, at_step<TRANS_A>(a_op, s), TRANS_A == 1, m, k);
-    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, kRowSteps), kTileRows, acc_of);
+                a[size_t(m) * K + 16 * s + k] = descriptor_element(smem, at_step<TRANS_A>(a_op, s), TRANS_A == 1, m, k);
+    scatter_product<NREG>(a, b_matrix<NREG, TRANS_B>(smem, b, STEPS), K, acc_of);
+}
+// K = the 128-row kernel's tile rows.
+template <int NREG, int TRANS_A, int TRANS_B, class Acc>
+void emulate_ss(const std::vector<uint8_t>& smem, Acc&& acc_of, const Operand& a_op, const Operand& b) {
+    emulate_ss_steps<NREG, TRANS_A, TRANS_B, kRowSteps>(smem, acc_of, a_op, b);
 }
 
 // ---- The kernel, one block, its tiles in order ----------------------------------------------
@@ -348,6 +355,149 @@ void emulate_block(const KernelArgs& p, uint32_t block, uint32_t grid, bool in_p
     }
 }
 
+// ---- The column-split kernel (fused_mlp_wgmma_split_device.cuh), one block -------------------
+
+namespace split = fusedngp::gpu::wgmma_split;
+
+template <int KIN>
+struct SplitRegs {
+    uint32_t xa[KIN / 16][4];
+    float loss_in[8], acc[split::kSlice / 2], y[8], din[KIN / 4];
+    uint32_t hf[split::kSlice / 16][4], da[1][4];
+};
+
+// A dW chunk into the partial through the 128-row kernel's cell indices
+// (the split kernel's own addressing, pair_cell / transposed_cell, is held
+// to them by SplitPartialCellsMatchTheKernelIndices).
+template <int NREG>
+void add_emulated_rows_chunk(const std::vector<Accumulators<NREG>>& regs, float* layer_partial, uint32_t ld, int o0,
+                             uint32_t col_limit, bool first_tile) {
+    for (int t = 0; t < kT; ++t)
+        for (int i = 0; i < NREG / 2; ++i) {
+            const long long index = partial_pair_index(t, i, ld, o0, col_limit);
+            if (index < 0) continue;
+            for (int j = 0; j < 2; ++j) {
+                float& cell = layer_partial[index + j];
+                cell = first_tile ? regs[t].v[2 * i + j] : cell + regs[t].v[2 * i + j];
+            }
+        }
+}
+
+// One tile of split_forward + split_backward, both warpgroups phase by phase
+// between the kernel's barriers (each warpgroup's work of a phase before the
+// other's: one of the orders the barriers allow).
+template <int W, int KIN>
+void emulate_split_tile(const KernelArgs& p, std::vector<uint8_t>& smem, const split::SplitImages<W>& im, uint32_t tile,
+                        float* partial, bool first_tile, double& loss_sum, bool& din_bad) {
+    const MlpShape& s = p.shape;
+    const uint32_t D = s.n_hidden;
+    uint8_t* base = smem.data();
+    std::vector<SplitRegs<KIN>> th[2] = {std::vector<SplitRegs<KIN>>(kT), std::vector<SplitRegs<KIN>>(kT)};
+    auto rows = [&](int g, int t) {
+        const uint32_t row0 = tile * split::kRows;
+        return RowState{row0, row0 < p.batch ? int(std::min<uint32_t>(p.batch - row0, split::kRows)) : 0, g, t};
+    };
+    auto acc = [&](int g) { return [&th, g](int t) -> float(&)[split::kSlice / 2] { return th[g][t].acc; }; };
+    auto hf_to_image = [&](int g, uint32_t slot) {
+        for (int t = 0; t < kT; ++t) split::store_slice(th[g][t].hf, base + slot, split::slice_addressing(g, t));
+    };
+    auto masked_delta = [&](int g, uint32_t h_slot) {
+        for (int t = 0; t < kT; ++t) {
+            split::apply_slice_relu_mask(th[g][t].acc, base + h_slot, split::slice_addressing(g, t));
+            accumulators_to_a_fragments(th[g][t].acc, th[g][t].hf);
+        }
+    };
+    // Forward.
+    for (int g = 0; g < 2; ++g) {
+        for (int t = 0; t < kT; ++t) {
+            const RowState rs = rows(g, t);
+            load_input_fragments<KIN>(p, rs.row0, rs.valid, t, th[g][t].xa);
+            load_loss_inputs(p, rs.row0, rs.valid, t, th[g][t].loss_in);
+            if (g == 0) store_input_image<KIN, split::kRows>(th[g][t].xa, base + im.L.x, 0, t);
+        }
+        emulate_rs<split::kSlice / 2, KIN / 16, 0>(smem, acc(g), [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[g][t].xa; },
+                                                   split::split_forward_weight<W, KIN>(0, im, 0, D, g));
+        for (int t = 0; t < kT; ++t) relu_to_fragments(th[g][t].acc, th[g][t].hf);
+        hf_to_image(g, im.slot(0));
+    }
+    for (uint32_t l = 1; l < D; ++l)
+        for (int g = 0; g < 2; ++g) {
+            emulate_ss_steps<split::kSlice / 2, 0, 0, W / 16>(smem, acc(g), split::split_activation_a<W>(0, im, l - 1),
+                                                              split::split_forward_weight<W, KIN>(0, im, l, D, g));
+            for (int t = 0; t < kT; ++t) relu_to_fragments(th[g][t].acc, th[g][t].hf);
+            hf_to_image(g, im.slot(l));
+        }
+    for (int g = 0; g < 2; ++g) {
+        emulate_ss_steps<8, 0, 0, W / 16>(smem, [&](int t) -> float(&)[8] { return th[g][t].y; },
+                                          split::split_activation_a<W>(0, im, D - 1),
+                                          split::split_forward_weight<W, KIN>(0, im, D, D, g));
+        for (int t = 0; t < kT; ++t) {
+            float sum = 0.f;
+            output_loss(p, th[g][t].y, th[g][t].loss_in, rows(g, t).row0, rows(g, t).valid, t, sum, g == 0);
+            loss_sum += sum;
+            if (g == 0) store_output_delta_image<split::kRows>(th[g][t].y, base + im.L.d_out, 0, t);
+            accumulators_to_a_fragments(th[g][t].y, th[g][t].da);
+        }
+        // delta_{D-1}'s slice.
+        emulate_rs<split::kSlice / 2, 1, 1>(smem, acc(g), [&](int t) -> uint32_t(&)[1][4] { return th[g][t].da; },
+                                            split::split_backward_weight<W>(0, im, D, D, g));
+        masked_delta(g, im.slot(D - 1));
+    }
+    // dW_D^T's chunk g, then delta_{D-1} over h_{D-1}'s slice g.
+    for (int g = 0; g < 2; ++g) {
+        std::vector<Accumulators<8>> dwd(kT);
+        emulate_ss_steps<8, 1, 0, split::kRowSteps>(smem, [&](int t) -> float(&)[8] { return dwd[t].v; },
+                                                    split::split_gradient_a<W>(0, im, D, D, g),
+                                                    split::split_gradient_b<W, KIN>(0, im, D, D));
+        for (int t = 0; t < kT; ++t)
+            for (int i = 0; i < 8; ++i) {
+                float& cell = partial[padded_offset(s, D) + partial_transposed_index(t, i, W, split::kSlice * g)];
+                cell = first_tile ? dwd[t].v[i] : cell + dwd[t].v[i];
+            }
+        hf_to_image(g, im.slot(D - 1));
+    }
+    for (uint32_t l = D - 1; l >= 1; --l) {
+        for (int g = 0; g < 2; ++g) {
+            emulate_ss_steps<split::kSlice / 2, 0, 1, W / 16>(smem, acc(g), split::split_activation_a<W>(0, im, l),
+                                                              split::split_backward_weight<W>(0, im, l, D, g));
+            masked_delta(g, im.slot(l - 1));
+            std::vector<Accumulators<W / 2>> dw(kT);
+            emulate_ss_steps<W / 2, 1, 1, split::kRowSteps>(smem, [&](int t) -> float(&)[W / 2] { return dw[t].v; },
+                                                            split::split_gradient_a<W>(0, im, l, D, g),
+                                                            split::split_gradient_b<W, KIN>(0, im, l, D));
+            add_emulated_rows_chunk(dw, partial + padded_offset(s, l), W, split::kSlice * g, W, first_tile);
+        }
+        for (int g = 0; g < 2; ++g) hf_to_image(g, im.slot(l - 1));
+    }
+    for (int g = 0; g < 2; ++g) {
+        if (p.din != nullptr) {
+            emulate_ss_steps<KIN / 4, 0, 0, W / 16>(smem, [&](int t) -> float(&)[KIN / 4] { return th[g][t].din; },
+                                                    split::split_activation_a<W>(0, im, 0),
+                                                    split::split_input_gradient_weight<W, KIN>(0, im, g));
+            for (int t = 0; t < kT; ++t) split::store_input_gradient_slice<KIN>(p, th[g][t].din, rows(g, t), din_bad);
+        }
+        std::vector<Accumulators<KIN / 2>> dw0(kT);
+        emulate_ss_steps<KIN / 2, 1, 0, split::kRowSteps>(smem, [&](int t) -> float(&)[KIN / 2] { return dw0[t].v; },
+                                                          split::split_gradient_a<W>(0, im, 0, D, g),
+                                                          split::split_gradient_b<W, KIN>(0, im, 0, D));
+        add_emulated_rows_chunk(dw0, partial + padded_offset(s, 0), s.n_in_pad, split::kSlice * g, s.n_in_pad, first_tile);
+    }
+}
+
+template <int W, int KIN>
+void emulate_split_block(const KernelArgs& p, uint32_t block, uint32_t grid, double& loss_sum, bool& din_bad) {
+    const split::SplitImages<W> im{split::split_layout(W, KIN, int(p.shape.n_hidden))};
+    std::vector<uint8_t> smem(im.L.total, 0);
+    Images<W> weights{im.L};  // the weight part of the layout is the 128-row kernel's
+    load_weights<W, KIN>(p, smem, weights);
+    float* partial = p.partial + size_t(block) * p.partial_stride;
+    bool first_tile = true;
+    for (uint32_t tile = block; tile < p.n_tiles; tile += grid) {
+        emulate_split_tile<W, KIN>(p, smem, im, tile, partial, first_tile, loss_sum, din_bad);
+        first_tile = false;
+    }
+}
+
 // ---- The host side: fragment buffers, the call, the reduce --------------------------------
 
 // The fp16 fragment buffers convert_weights_kernel (kernels/fused_mlp_common.cu)
@@ -372,9 +522,11 @@ void convert_weights(const std::vector<float>& master, const MlpShape& s, std::v
 
 // in_place: run the in-place schedule at a depth where the kernel would not
 // (it always runs where deltas_in_place says).
+// split: the column-split kernel (64-row tiles).
 struct EmuCase {
     uint32_t width, n_in, n_out, depth, batch, grid;
     bool in_place = false;
+    bool split = false;
 };
 
 bool emulated_in_place(const EmuCase& c) {
@@ -384,7 +536,8 @@ bool emulated_in_place(const EmuCase& c) {
 
 std::string emu_name(const EmuCase& c) {
     return "W" + std::to_string(c.width) + "_D" + std::to_string(c.depth) + "_B" + std::to_string(c.batch) + "_in" + std::to_string(c.n_in) + "_out" +
-           std::to_string(c.n_out) + "_grid" + std::to_string(c.grid) + (emulated_in_place(c) ? "_in_place" : "");
+           std::to_string(c.n_out) + "_grid" + std::to_string(c.grid) +
+           (c.split ? "_split" : emulated_in_place(c) ? "_in_place" : "");
 }
 
 void check_emulated(const EmuCase& c) {
@@ -418,8 +571,8 @@ void check_emulated(const EmuCase& c) {
     p.partial = partial.data();
     p.partial_stride = stride;
     p.batch = c.batch;
-    p.rows_per_tile = kTileRows;
-    p.n_tiles = (c.batch + kTileRows - 1) / kTileRows;
+    p.rows_per_tile = c.split ? split::kRows : kTileRows;
+    p.n_tiles = (c.batch + p.rows_per_tile - 1) / p.rows_per_tile;
     p.loss_scale = 128.f;
     p.inv_loss_scale = 1.f / 128.f;
     p.loss_norm = 1.f / float((size_t)c.batch * c.n_out);
@@ -431,10 +584,17 @@ void check_emulated(const EmuCase& c) {
     double loss_sum = 0;
     bool din_bad = false;
     const bool in_place = emulated_in_place(c);
-    ASSERT_LE(smem_bytes_for(int(c.width), input_width_for(s.n_in_pad), int(c.depth), in_place), kSmemPerBlock);
+    const int kin = input_width_for(s.n_in_pad);
+    ASSERT_LE(c.split ? split::split_smem_bytes_for(int(c.width), kin, int(c.depth))
+                      : smem_bytes_for(int(c.width), kin, int(c.depth), in_place),
+              kSmemPerBlock);
     for (uint32_t b = 0; b < c.grid; ++b) {
-        const bool narrow = input_width_for(s.n_in_pad) == 32;
-        if (c.width == 64)
+        const bool narrow = kin == 32;
+        if (c.split) {
+            ASSERT_EQ(c.width, 128u);
+            narrow ? emulate_split_block<128, 32>(p, b, c.grid, loss_sum, din_bad)
+                   : emulate_split_block<128, 64>(p, b, c.grid, loss_sum, din_bad);
+        } else if (c.width == 64)
             narrow ? emulate_block<64, 32>(p, b, c.grid, in_place, loss_sum, din_bad)
                    : emulate_block<64, 64>(p, b, c.grid, in_place, loss_sum, din_bad);
         else
@@ -511,7 +671,31 @@ std::vector<EmuCase> emu_cases() {
     v.push_back({128, 3, 1, 1, 300, 2, true});
     v.push_back({128, 32, 16, 2, 300, 2, true});
     v.push_back({64, 32, 16, 2, 300, 2, true});
+    // The column-split kernel: 1-4 hidden layers (4 fit only there), batch
+    // 300 on 2 blocks = 5 tiles of 64 rows (the add path, a partial last tile).
+    v.push_back({128, 32, 16, 4, 300, 2, false, true});
+    v.push_back({128, 64, 16, 4, 150, 1, false, true});
+    v.push_back({128, 17, 5, 3, 300, 2, false, true});
+    v.push_back({128, 3, 1, 1, 300, 2, false, true});
+    v.push_back({128, 48, 7, 2, 64, 1, false, true});
     return v;
+}
+
+// The split kernel's dW cells (pair_cell, transposed_cell: one row pointer
+// plus compile-time offsets) are the 128-row kernel's (partial_pair_index,
+// partial_transposed_index), for every thread and register.
+TEST(WgmmaSplitEmulated, PartialCellsMatchTheKernelIndices) {
+    for (uint32_t ld : {16u, 32u, 64u, 128u})
+        for (int o0 : {0, 64})
+            for (int t = 0; t < kT; ++t) {
+                for (int i = 0; i < 32; ++i) {
+                    const long long want = partial_pair_index(t, i, ld, o0, 1u << 30);
+                    ASSERT_EQ((long long)split::pair_cell(t, i, ld, o0), want) << "t " << t << " pair " << i << " ld " << ld;
+                }
+                for (int i = 0; i < 8; ++i)
+                    ASSERT_EQ((long long)split::transposed_cell(t, i, ld, o0), partial_transposed_index(t, i, ld, o0))
+                        << "t " << t << " register " << i << " ld " << ld;
+            }
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, WgmmaTrainEmulated, ::testing::ValuesIn(emu_cases()),
                          [](const ::testing::TestParamInfo<EmuCase>& p) { return emu_name(p.param); });
