@@ -583,6 +583,24 @@ __device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const 
 
 // ---- Weight gradients from the images -------------------------------------------------
 
+// The cells a thread adds, as one row pointer plus compile-time offsets:
+// the same cells as partial_pair_index / partial_transposed_index (checked
+// by the host tests), but per-register indices, hoisted out of the tile
+// loop, would hold a 64-bit value for every register.
+// Pair i (registers 2i, 2i + 1) of a rows chunk: row o0 + 16w + l/4 + 8 (i % 2),
+// column 8 (i / 2) + 2 (l % 4).
+FUSEDNGP_WGMMA_HD size_t pair_cell(int t, int i, uint32_t ld, int o0) {
+    const int w = t / 32, l = t % 32;
+    return size_t(o0 + 16 * w + l / 4) * ld + size_t(2 * (l % 4)) + size_t(i % 2) * 8u * ld + size_t(8 * (i / 2));
+}
+// Register i of a transposed chunk: row (output) 8 (i / 4) + 2 (l % 4) + i % 2,
+// column (input) i0 + 16w + l/4 + 8 ((i % 4) / 2).
+FUSEDNGP_WGMMA_HD size_t transposed_cell(int t, int i, uint32_t ld, int i0) {
+    const int w = t / 32, l = t % 32;
+    return size_t(2 * (l % 4)) * ld + size_t(i0 + 16 * w + l / 4) + size_t(i % 2) * ld + size_t(8 * ((i % 4) / 2)) +
+           size_t(8 * (i / 4)) * ld;
+}
+
 // Adds a finished dW chunk to the block's partial ([fan_out][ld] fp32):
 // stored on the block's first tile, then added with reductions that return
 // nothing (RED: no registers for old values, no wait for them). Each element
@@ -593,11 +611,13 @@ __device__ __forceinline__ void add_chunk_to_partial(float (&acc)[NREG], float* 
                                                      uint32_t col_limit, int t, bool first_tile) {
     wgmma_wait<0>();
     pin_registers(acc);
+    float* const row = partial + pair_cell(t, 0, ld, o0);
+    const size_t row8 = size_t(8u) * ld;
+    const uint32_t col0 = 2u * uint32_t(t % 4);
 FUSEDNGP_UNROLL
     for (int i = 0; i < NREG / 2; ++i) {
-        const long long index = partial_pair_index(t, i, ld, o0, col_limit);
-        if (index < 0) continue;
-        float2* cell = reinterpret_cast<float2*>(partial + index);
+        if (col0 + 8u * uint32_t(i / 2) >= col_limit) continue;
+        float2* cell = reinterpret_cast<float2*>(row + (i % 2 ? row8 : 0) + 8 * (i / 2));
         const float2 v = make_float2(acc[2 * i], acc[2 * i + 1]);
         if (first_tile)
             *cell = v;
@@ -610,9 +630,10 @@ __device__ __forceinline__ void add_transposed_chunk_to_partial(float (&acc)[8],
                                                                 int t, bool first_tile) {
     wgmma_wait<0>();
     pin_registers(acc);
+    float* const base = partial + transposed_cell(t, 0, ld, i0);
 FUSEDNGP_UNROLL
     for (int i = 0; i < 8; ++i) {
-        float* cell = partial + partial_transposed_index(t, i, ld, i0);
+        float* cell = base + size_t(i % 2 + 8 * (i / 4)) * ld + 8 * ((i % 4) / 2);
         if (first_tile)
             *cell = acc[i];
         else

@@ -197,62 +197,6 @@ FUSEDNGP_WGMMA_HD void store_input_gradient_slice(const KernelArgs& p, const flo
     }
 }
 
-// ---- dW chunks into the block's partial --------------------------------------------------
-// As wgmma_train::add_chunk_to_partial / add_transposed_chunk_to_partial (the
-// same cells, partial_pair_index / partial_transposed_index, checked by the
-// host tests), with each cell addressed as one of two row pointers plus a
-// compile-time offset: the per-register indices, hoisted out of the tile
-// loop, would hold 64-bit values for every register.
-
-// Cell of pair i (registers 2i, 2i + 1) of a rows chunk: row o0 + 16w + l/4
-// + 8 (i % 2), column 8 (i / 2) + 2 (l % 4).
-FUSEDNGP_WGMMA_HD size_t pair_cell(int t, int i, uint32_t ld, int o0) {
-    const int w = t / 32, l = t % 32;
-    return size_t(o0 + 16 * w + l / 4) * ld + size_t(2 * (l % 4)) + size_t(i % 2) * 8u * ld + size_t(8 * (i / 2));
-}
-// Cell of register i of a transposed chunk: row (output) 8 (i / 4) + 2 (l % 4)
-// + i % 2, column (input) i0 + 16w + l/4 + 8 ((i % 4) / 2).
-FUSEDNGP_WGMMA_HD size_t transposed_cell(int t, int i, uint32_t ld, int i0) {
-    const int w = t / 32, l = t % 32;
-    return size_t(2 * (l % 4)) * ld + size_t(i0 + 16 * w + l / 4) + size_t(i % 2) * ld + size_t(8 * ((i % 4) / 2)) +
-           size_t(8 * (i / 4)) * ld;
-}
-
-template <int NREG>
-__device__ __forceinline__ void flush_rows_chunk(float (&acc)[NREG], float* partial, uint32_t ld, int o0,
-                                                 uint32_t col_limit, int t, bool first_tile) {
-    wgmma_wait<0>();
-    pin_registers(acc);
-    float* const row = partial + pair_cell(t, 0, ld, o0);
-    const size_t row8 = size_t(8u) * ld;
-    const uint32_t col0 = 2u * uint32_t(t % 4);
-FUSEDNGP_UNROLL
-    for (int i = 0; i < NREG / 2; ++i) {
-        if (col0 + 8u * uint32_t(i / 2) >= col_limit) continue;
-        float2* cell = reinterpret_cast<float2*>(row + (i % 2 ? row8 : 0) + 8 * (i / 2));
-        const float2 v = make_float2(acc[2 * i], acc[2 * i + 1]);
-        if (first_tile)
-            *cell = v;
-        else
-            atomicAdd(cell, v);
-    }
-}
-
-__device__ __forceinline__ void flush_transposed_chunk(float (&acc)[8], float* partial, uint32_t ld, int i0, int t,
-                                                       bool first_tile) {
-    wgmma_wait<0>();
-    pin_registers(acc);
-    float* const base = partial + transposed_cell(t, 0, ld, i0);
-FUSEDNGP_UNROLL
-    for (int i = 0; i < 8; ++i) {
-        float* cell = base + size_t(i % 2 + 8 * (i / 4)) * ld + 8 * ((i % 4) / 2);
-        if (first_tile)
-            *cell = acc[i];
-        else
-            atomicAdd(cell, acc[i]);
-    }
-}
-
 // ---- Products ------------------------------------------------------------------------
 
 // acc = A * B, both in shared memory, STEPS k16 steps; returns after the commit.
@@ -325,7 +269,7 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
     {
         float dw[kOutPad / 2];
         issue_ss_steps<1, 0, kRowSteps>(dw, split_gradient_a<W>(base, im, D, D, rs.g), split_gradient_b<W, KIN>(base, im, D, D));
-        flush_transposed_chunk(dw, to.partial + padded_offset(s, D), W, kSlice * rs.g, rs.t, to.first_tile);
+        wgmma_train::add_transposed_chunk_to_partial(dw, to.partial + padded_offset(s, D), W, kSlice * rs.g, rs.t, to.first_tile);
     }
     store_slice(hf, smem + im.slot(D - 1), at);
     for (uint32_t l = D - 1; l >= 1; --l) {
@@ -335,7 +279,7 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
         accumulators_to_a_fragments(acc, hf);
         float dw[W / 2];
         issue_ss_steps<1, 1, kRowSteps>(dw, split_gradient_a<W>(base, im, l, D, rs.g), split_gradient_b<W, KIN>(base, im, l, D));
-        flush_rows_chunk(dw, to.partial + padded_offset(s, l), W, kSlice * rs.g, W, rs.t, to.first_tile);
+        wgmma_train::add_chunk_to_partial(dw, to.partial + padded_offset(s, l), W, kSlice * rs.g, W, rs.t, to.first_tile);
         wgmma_train::block_sync_images();  // every read of h_{l-1} and delta_l done
         store_slice(hf, smem + im.slot(l - 1), at);
     }
@@ -348,7 +292,7 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
     wgmma_train::load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
     float dw0[KIN / 2];
     issue_ss_steps<1, 0, kRowSteps>(dw0, split_gradient_a<W>(base, im, 0, D, rs.g), split_gradient_b<W, KIN>(base, im, 0, D));
-    flush_rows_chunk(dw0, to.partial + padded_offset(s, 0), s.n_in_pad, kSlice * rs.g, s.n_in_pad, rs.t, to.first_tile);
+    wgmma_train::add_chunk_to_partial(dw0, to.partial + padded_offset(s, 0), s.n_in_pad, kSlice * rs.g, s.n_in_pad, rs.t, to.first_tile);
 }
 
 __device__ __forceinline__ void prefetch_split_input_l2(const KernelArgs& p, uint32_t tile) {

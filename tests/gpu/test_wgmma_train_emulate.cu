@@ -366,9 +366,9 @@ struct SplitRegs {
     uint32_t hf[split::kSlice / 16][4], da[1][4];
 };
 
-// A dW chunk into the partial through the 128-row kernel's cell indices
-// (the split kernel's own addressing, pair_cell / transposed_cell, is held
-// to them by SplitPartialCellsMatchTheKernelIndices).
+// A dW chunk into the partial through the accumulator map's cell indices
+// (the kernels' own addressing, pair_cell / transposed_cell, is held to
+// them by PartialCellsMatchTheAccumulatorMap).
 template <int NREG>
 void add_emulated_rows_chunk(const std::vector<Accumulators<NREG>>& regs, float* layer_partial, uint32_t ld, int o0,
                              uint32_t col_limit, bool first_tile) {
@@ -681,19 +681,19 @@ std::vector<EmuCase> emu_cases() {
     return v;
 }
 
-// The split kernel's dW cells (pair_cell, transposed_cell: one row pointer
-// plus compile-time offsets) are the 128-row kernel's (partial_pair_index,
-// partial_transposed_index), for every thread and register.
-TEST(WgmmaSplitEmulated, PartialCellsMatchTheKernelIndices) {
+// The cells the dW flush adds to (pair_cell, transposed_cell: one row
+// pointer plus compile-time offsets) are partial_pair_index's and
+// partial_transposed_index's (the accumulator map), for every thread and register.
+TEST(WgmmaTrainEmulated, PartialCellsMatchTheAccumulatorMap) {
     for (uint32_t ld : {16u, 32u, 64u, 128u})
         for (int o0 : {0, 64})
             for (int t = 0; t < kT; ++t) {
                 for (int i = 0; i < 32; ++i) {
                     const long long want = partial_pair_index(t, i, ld, o0, 1u << 30);
-                    ASSERT_EQ((long long)split::pair_cell(t, i, ld, o0), want) << "t " << t << " pair " << i << " ld " << ld;
+                    ASSERT_EQ((long long)pair_cell(t, i, ld, o0), want) << "t " << t << " pair " << i << " ld " << ld;
                 }
                 for (int i = 0; i < 8; ++i)
-                    ASSERT_EQ((long long)split::transposed_cell(t, i, ld, o0), partial_transposed_index(t, i, ld, o0))
+                    ASSERT_EQ((long long)transposed_cell(t, i, ld, o0), partial_transposed_index(t, i, ld, o0))
                         << "t " << t << " register " << i << " ld " << ld;
             }
 }
