@@ -308,8 +308,11 @@ __device__ __forceinline__ void prefetch_split_input_l2(const KernelArgs& p, uin
 
 // Tiles round-robin over the blocks, as the other training kernels. Both
 // warpgroups work on the same rows: row0 and valid are the tile's.
-template <int W, int KIN>
-__global__ void __launch_bounds__(kThreads, 1) fused_mlp_wgmma_split_kernel(const KernelArgs p) {
+// MIN_BLOCKS 2: registers for two blocks per SM (128; ptxas spills 12-48 B),
+// for the depths whose images let two blocks share the SM's shared memory
+// (1-2 hidden layers): one block's barriers then overlap the other's work.
+template <int W, int KIN, int MIN_BLOCKS = 1>
+__global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_split_kernel(const KernelArgs p) {
 #if FUSEDNGP_WGMMA_AVAILABLE
     extern __shared__ __align__(1024) uint8_t smem_raw[];
     uint8_t* smem = smem_raw + ((1024u - (shared_address(smem_raw) & 1023u)) & 1023u);  // swizzle atoms: 1024-aligned

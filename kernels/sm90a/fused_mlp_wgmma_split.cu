@@ -12,10 +12,19 @@ static_assert(wgmma_split::kRows == (int)kWgmmaSplitRows && wgmma_split::kThread
               "launch constants out of step with the kernel");
 static_assert(wgmma_split::slice_addressing_matches<128>(), "the slice addressing is wrong at W = 128");
 
+// Two blocks per SM where their shared memory fits (228 KB per SM, 1 KB of
+// it reserved per block): 1-2 hidden layers.
+bool two_blocks_fit(const MlpShape& shape) {
+    return 2 * (wgmma_split_smem_bytes(shape) + 1024u) <= 228u * 1024u;
+}
+
 const void* split_kernel_for(const MlpShape& shape) {
-    if (wgmma_train::input_width_for(shape.n_in_pad) == 32)
-        return (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 32>;
-    return (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 64>;
+    const bool narrow = wgmma_train::input_width_for(shape.n_in_pad) == 32;
+    if (two_blocks_fit(shape))
+        return narrow ? (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 32, 2>
+                      : (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 64, 2>;
+    return narrow ? (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 32>
+                  : (const void*)wgmma_split::fused_mlp_wgmma_split_kernel<128, 64>;
 }
 
 } // namespace

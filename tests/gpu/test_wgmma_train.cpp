@@ -299,8 +299,12 @@ TEST(WgmmaTrainSelection, SplitKernelOnRequest) {
     EXPECT_FALSE(wgmma_split_shape_supported(s));
     if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
     const FusedMlpConfig deep{32, 16, 128, 4, Activation::ReLU, Activation::None};
+    const FusedMlpConfig shallow{64, 16, 128, 2, Activation::ReLU, Activation::None};
     EXPECT_TRUE(FusedMlp(deep, on).training_plan_for(1u << 16).wgmma_split);
     EXPECT_EQ(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma, kWgmmaSplitByDefault);
+    // Two blocks per SM where both fit in shared memory (1-2 hidden layers), else one.
+    EXPECT_EQ(FusedMlp(shallow, on).training_plan_for(1u << 16).kernel.blocks_per_sm, 2);
+    EXPECT_EQ(FusedMlp(deep, on).training_plan_for(1u << 16).kernel.blocks_per_sm, 1);
 }
 
 // The depths with deltas in place: planned by default only once
