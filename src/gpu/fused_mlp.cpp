@@ -64,9 +64,10 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
         max_smem_per_block_ = std::min(max_smem_per_block_, tuning_.smem_per_sm_cap - reserved_smem_per_block_);
     }
 
-    if (!plan_wgmma_inference(inference_plan_) && (tuning_.tile_inference || !plan_warp_inference(inference_plan_)))
+    if (!plan_wgmma_inference(inference_plan_, false) &&
+        (tuning_.tile_inference || !plan_warp_inference(inference_plan_)))
         inference_plan_ = plan_pass(false);
-    inference_half_plan_ = half_io_plan(inference_plan_);
+    if (!plan_wgmma_inference(inference_half_plan_, true)) inference_half_plan_ = half_io_plan(inference_plan_);
     // Training: both kernels' plans, each call picks one by its batch
     // (choose_warp_training). A network the tile kernel cannot hold (its
     // 16-row tile exceeds shared memory) but the warp kernel can runs the
@@ -80,8 +81,7 @@ FusedMlp::FusedMlp(const FusedMlpConfig& config, const FusedMlpTuning& tuning) :
     }
     if (has_warp_training_)
         warp_min_batch_ = has_tile_training_ ? warp_training_min_batch_for(shape_.width, tuning_) : 0;
-    has_wgmma_training_ = (wgmma_train_requested(tuning_) || wgmma_split_requested(tuning_)) &&
-                          plan_wgmma_training(wgmma_training_plan_);
+    has_wgmma_training_ = plan_wgmma_training(wgmma_training_plan_);
 
     const size_t padded = n_params_padded(shape_);
     master_ = DeviceMemory(n_params() * sizeof(float));
@@ -419,13 +419,16 @@ bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning) {
     return tuning.wgmma_train || kWgmmaTrainInPlaceByDefault || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
 }
 
-bool wgmma_split_requested(const FusedMlpTuning& tuning) {
-    if (tuning.tile_training || tuning.force_warp_training) return false;
-    if (tuning.wgmma_split >= 0) return tuning.wgmma_split == 1;
-    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "0")) return false;
-    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "1")) return true;
-    return kWgmmaSplitByDefault;
+WgmmaSplit wgmma_split_choice(const FusedMlpTuning& tuning) {
+    if (tuning.tile_training || tuning.force_warp_training) return WgmmaSplit::Never;
+    if (tuning.wgmma_split >= 0) return tuning.wgmma_split == 1 ? WgmmaSplit::Always : WgmmaSplit::Never;
+    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "0")) return WgmmaSplit::Never;
+    if (env_equals("FUSEDNGP_WGMMA_SPLIT", "1")) return WgmmaSplit::Always;
+    if (env_equals("FUSEDNGP_WGMMA_TRAIN", "0")) return WgmmaSplit::Never;
+    return WgmmaSplit::WhereOnlyItFits;
 }
+
+bool wgmma_train_wins_by_default(const MlpShape& shape) { return !(shape.width == 128 && shape.n_hidden == 1); }
 
 // The wgmma training kernel (kernels/fused_mlp_wgmma_device.cuh): one plan,
 // 128-row tiles of 2 warpgroups; one block per SM at W = 128 (its images take
@@ -433,7 +436,10 @@ bool wgmma_split_requested(const FusedMlpTuning& tuning) {
 // Only where its sm_90a binary runs (compute capability 9.0) and for the
 // shapes it implements.
 bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
-    if (wgmma_split_requested(tuning_) && wgmma_split_shape_supported(shape_)) {
+    const WgmmaSplit split = wgmma_split_choice(tuning_);
+    const bool row128_fits = wgmma_train_shape_supported(shape_) && wgmma_train_smem_bytes(shape_) <= max_smem_per_block_;
+    if ((split == WgmmaSplit::Always || (split == WgmmaSplit::WhereOnlyItFits && !row128_fits)) &&
+        wgmma_split_shape_supported(shape_)) {
         PassPlan p;
         p.wgmma = p.wgmma_split = true;
         p.block_warps = kWgmmaTrainThreads / 32;
@@ -442,6 +448,8 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
         if (finish_wgmma_plan(p, prepare_wgmma_split, plan)) return true;
     }
     if (!wgmma_train_requested(tuning_) || !wgmma_train_shape_supported(shape_)) return false;
+    const bool asked = tuning_.wgmma_train || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
+    if (!asked && !wgmma_train_wins_by_default(shape_)) return false;
     if (wgmma_train_deltas_in_place(shape_) && !wgmma_train_in_place_requested(tuning_)) return false;
     PassPlan p;
     p.wgmma = true;
@@ -465,20 +473,20 @@ bool FusedMlp::finish_wgmma_plan(PassPlan& p, WgmmaPrepare prepare, PassPlan& pl
     return true;
 }
 
-// Auto: no width yet. The kernel waits for its first timing against the
-// block-tile (W = 128) and warp (W = 64) kernels before it becomes a default.
-bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width) {
+bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width, uint32_t hidden_layers, bool half_io) {
     if (tuning.tile_inference) return false;
     if (tuning.wgmma_inference >= 0) return tuning.wgmma_inference == 1;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "0")) return false;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "1")) return true;
-    return width == kWgmmaInferenceDefaultWidth;
+    return width == kWgmmaInferenceDefaultWidth && (half_io || hidden_layers >= kWgmmaInferenceMinDepthFp32);
 }
 
 // The wgmma inference kernel: one plan, kWgmmaInferenceWarpgroups
 // warpgroups per block over one copy of the weight images.
-bool FusedMlp::plan_wgmma_inference(PassPlan& plan) const {
-    if (!wgmma_inference_requested(tuning_, shape_.width) || !wgmma_inference_shape_supported(shape_)) return false;
+bool FusedMlp::plan_wgmma_inference(PassPlan& plan, bool half_io) const {
+    if (!wgmma_inference_requested(tuning_, shape_.width, shape_.n_hidden, half_io) ||
+        !wgmma_inference_shape_supported(shape_))
+        return false;
     PassPlan p;
     p.wgmma_inference = true;
     p.block_warps = kWgmmaInferenceThreads / 32;

@@ -140,9 +140,8 @@ struct FusedMlpTuning {
     // Training through the column-split wgmma kernel
     // (kernels/fused_mlp_wgmma_split_device.cuh: W = 128, 64-row tiles, 1-4
     // hidden layers, otherwise the wgmma training kernel's shapes) instead
-    // of the 128-row one. -1 (default): where it measured faster
-    // (wgmma_split_requested, kWgmmaSplitByDefault); 1: wherever it
-    // applies; 0: never.
+    // of the 128-row one. -1 (default): where the 128-row kernel does not
+    // fit (wgmma_split_choice); 1: wherever it applies; 0: never.
     int wgmma_split = -1;
 };
 
@@ -153,29 +152,43 @@ struct FusedMlpTuning {
 bool wgmma_train_requested(const FusedMlpTuning& tuning);
 
 // The depths that take the kernel with deltas in place (W = 128 at 3 hidden
-// layers, W = 64 from 6, or 5 with n_in > 32) are planned by default once
-// kWgmmaTrainInPlaceByDefault is set (after their first timing against the
-// block-tile and warp kernels); before that with tuning.wgmma_train or
-// FUSEDNGP_WGMMA_TRAIN=1.
-constexpr bool kWgmmaTrainInPlaceByDefault = false;
+// layers, W = 64 from 6, or 5 with n_in > 32): planned by default
+// (kWgmmaTrainInPlaceByDefault; H100, e237f83: 2.1-2.2x the block-tile kernel
+// at W = 128 x 3, 2.3-2.6x at W = 64 x 6 and 8), or with tuning.wgmma_train
+// or FUSEDNGP_WGMMA_TRAIN=1 if it is unset.
+constexpr bool kWgmmaTrainInPlaceByDefault = true;
 bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning);
 
-// Whether an object with this tuning plans the column-split wgmma training
-// kernel where it applies: FusedMlpTuning::wgmma_split when set, else
-// FUSEDNGP_WGMMA_SPLIT (0 or 1) when set, else kWgmmaSplitByDefault (false
-// until it is timed against the 128-row and block-tile kernels); never when
-// the tuning forces the tile or warp training kernel.
-constexpr bool kWgmmaSplitByDefault = false;
-bool wgmma_split_requested(const FusedMlpTuning& tuning);
+// Where an object with this tuning plans the column-split wgmma training
+// kernel: never when the tuning forces the tile or warp training kernel;
+// else as FusedMlpTuning::wgmma_split says (0 never, 1 wherever it applies),
+// else as FUSEDNGP_WGMMA_SPLIT (0 / 1) says, else never with
+// FUSEDNGP_WGMMA_TRAIN=0, else only where the 128-row wgmma kernel does not
+// fit (W = 128 with 4 hidden layers). H100, e237f83: there 1.6-2.0x the
+// block-tile kernel; at 1-3 hidden layers 0.6-0.9x the 128-row kernel.
+enum class WgmmaSplit { Never, WhereOnlyItFits, Always };
+WgmmaSplit wgmma_split_choice(const FusedMlpTuning& tuning);
 
-// Whether an object of this width and tuning plans the wgmma inference
-// kernel (where the device and shape allow it): FusedMlpTuning::wgmma_inference
-// when set, else FUSEDNGP_WGMMA_INFERENCE (0 or 1) when set, else at the
-// widths where it measured faster (docs/FUSED_MLP_DESIGN.md, "How a kernel
-// is chosen"); never with tile_inference.
-bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width);
-// The width the wgmma inference kernel is planned at by default (0: none).
-constexpr uint32_t kWgmmaInferenceDefaultWidth = 0;
+// W = 128 with one hidden layer trains faster on the block-tile kernel than on
+// the 128-row wgmma kernel (H100, e237f83: 1.04-1.15x at 2^16-2^20), so the
+// wgmma kernel is planned there only on request (tuning.wgmma_train or
+// FUSEDNGP_WGMMA_TRAIN=1).
+bool wgmma_train_wins_by_default(const MlpShape& shape);
+
+// Whether an object of this shape and tuning plans the wgmma inference
+// kernel for fp32 or (half_io) fp16 I/O, where the device and shape allow
+// it: FusedMlpTuning::wgmma_inference when set, else FUSEDNGP_WGMMA_INFERENCE
+// (0 or 1) when set, else where it measured faster (docs/FUSED_MLP_DESIGN.md,
+// "How a kernel is chosen"): at kWgmmaInferenceDefaultWidth, with fp16 I/O
+// at every depth and with fp32 I/O from kWgmmaInferenceMinDepthFp32 hidden
+// layers. Never with tile_inference.
+bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width, uint32_t hidden_layers, bool half_io);
+// H100, e237f83, 2^14-2^20 rows against the block-tile kernel: fp16 I/O
+// 1.2-2.8x at every depth; fp32 1.1-2.2x from 2 hidden layers, 0.78-0.99x
+// at 1. At W = 64 the warp kernel stays ahead with fp32 I/O at 2^18 rows and
+// more (0.5-0.7x), so W = 64 keeps it.
+constexpr uint32_t kWgmmaInferenceDefaultWidth = 128;
+constexpr uint32_t kWgmmaInferenceMinDepthFp32 = 2;
 
 // Which training kernel a call runs: host logic only (no device), so it is
 // unit-tested on the CPU. The warp kernel (when the object has a plan for it)
@@ -324,7 +337,7 @@ private:
     // The wgmma training kernel's plan, or false where it does not apply.
     bool plan_wgmma_training(PassPlan& plan) const;
     // The wgmma inference kernel's plan, or false where it does not apply.
-    bool plan_wgmma_inference(PassPlan& plan) const;
+    bool plan_wgmma_inference(PassPlan& plan, bool half_io) const;
     using WgmmaPrepare = cudaError_t (*)(const MlpShape&, size_t, size_t, KernelInfo*);
     bool finish_wgmma_plan(PassPlan& p, WgmmaPrepare prepare, PassPlan& plan) const;
     int carveout_percent() const;

@@ -81,8 +81,19 @@ void check_half_io(const HalfIoCase& c) {
         if (bits_of(h) != bits_of(__float2half_rn(out32[i])) && differ++ == 0) first_differ = i;
     }
     ASSERT_TRUE(all_finite(out)) << "unwritten or non-finite output " << mlp.describe();
-    EXPECT_EQ(differ, 0u) << differ << " outputs differ from the fp32 path's, rounded; first at " << first_differ
-                          << ": " << out[first_differ] << " against " << out32[first_differ] << " " << mlp.describe();
+    // The same kernel for both I/O types: the same bits, rounded. The plans
+    // may differ (W = 128 with one hidden layer: the wgmma kernel with fp16
+    // I/O, the block-tile kernel with fp32); then within the kernels' A/B
+    // tolerance plus the rounding.
+    const FusedMlp::PassPlan& plan32 = mlp.inference_plan();
+    if (plan.wgmma_inference == plan32.wgmma_inference && plan.warp == plan32.warp) {
+        EXPECT_EQ(differ, 0u) << differ << " outputs differ from the fp32 path's, rounded; first at " << first_differ
+                              << ": " << out[first_differ] << " against " << out32[first_differ] << " "
+                              << mlp.describe();
+    } else {
+        const std::vector<double> out32_d(out32.begin(), out32.end());
+        EXPECT_LE(relative_error(out, out32_d, c.n_out, {}), 1.5e-3) << "against the fp32 path " << mlp.describe();
+    }
 
     std::vector<uint32_t> rows = rows_to_check(c.batch, rng);
     if (rows.empty())

@@ -156,10 +156,16 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
     SKIP_WITHOUT_GPU();
     const bool hopper = hopper_device();
     auto planned = [](FusedMlpConfig cfg, FusedMlpTuning t = {}) { return FusedMlp(cfg, t).inference_plan().wgmma_inference; };
+    auto planned_half = [](FusedMlpConfig cfg) { return FusedMlp(cfg, {}).inference_half_plan().wgmma_inference; };
     const FusedMlpConfig w128{32, 16, 128, 2, Activation::ReLU, Activation::None};
+    const FusedMlpConfig w128_one{32, 16, 128, 1, Activation::ReLU, Activation::None};
     const FusedMlpConfig w64{32, 16, 64, 2, Activation::ReLU, Activation::None};
-    EXPECT_EQ(planned(w128), hopper && kWgmmaInferenceDefaultWidth == 128);
-    EXPECT_EQ(planned(w64), hopper && kWgmmaInferenceDefaultWidth == 64);
+    EXPECT_EQ(planned(w128), hopper);
+    EXPECT_EQ(planned_half(w128), hopper);
+    EXPECT_FALSE(planned(w128_one));  // fp32 I/O at one hidden layer: the block-tile kernel
+    EXPECT_EQ(planned_half(w128_one), hopper);
+    EXPECT_FALSE(planned(w64));
+    EXPECT_FALSE(planned_half(w64));
     FusedMlpTuning on, off, tile;
     on.wgmma_inference = 1;
     off.wgmma_inference = 0;
@@ -182,7 +188,8 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
 }
 
 // The request rule (host logic): tile_inference first, then the tuning, then
-// FUSEDNGP_WGMMA_INFERENCE, then the default width (kWgmmaInferenceDefaultWidth).
+// FUSEDNGP_WGMMA_INFERENCE, then the default width (kWgmmaInferenceDefaultWidth),
+// every depth with fp16 I/O, from kWgmmaInferenceMinDepthFp32 with fp32.
 TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     test::ScopedEnv env("FUSEDNGP_WGMMA_INFERENCE", nullptr);
     FusedMlpTuning automatic, on, off, tile;
@@ -191,17 +198,21 @@ TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     tile.tile_inference = true;
     tile.wgmma_inference = 1;
     for (uint32_t w : {16u, 32u, 64u, 128u, 256u})
-        EXPECT_EQ(wgmma_inference_requested(automatic, w), w == kWgmmaInferenceDefaultWidth) << "W " << w;
-    EXPECT_TRUE(wgmma_inference_requested(on, 64));
-    EXPECT_FALSE(wgmma_inference_requested(off, 128));
-    EXPECT_FALSE(wgmma_inference_requested(tile, 128));
+        for (uint32_t d : {1u, 2u, 4u})
+            for (bool half : {false, true})
+                EXPECT_EQ(wgmma_inference_requested(automatic, w, d, half),
+                          w == kWgmmaInferenceDefaultWidth && (half || d >= kWgmmaInferenceMinDepthFp32))
+                    << "W " << w << " D " << d << " half " << half;
+    EXPECT_TRUE(wgmma_inference_requested(on, 64, 1, false));
+    EXPECT_FALSE(wgmma_inference_requested(off, 128, 2, true));
+    EXPECT_FALSE(wgmma_inference_requested(tile, 128, 2, true));
     env.set("0");
-    EXPECT_FALSE(wgmma_inference_requested(automatic, 128));
-    EXPECT_TRUE(wgmma_inference_requested(on, 128));
+    EXPECT_FALSE(wgmma_inference_requested(automatic, 128, 2, true));
+    EXPECT_TRUE(wgmma_inference_requested(on, 128, 2, false));
     env.set("1");
-    EXPECT_TRUE(wgmma_inference_requested(automatic, 64));
-    EXPECT_FALSE(wgmma_inference_requested(off, 64));
-    EXPECT_FALSE(wgmma_inference_requested(tile, 64));
+    EXPECT_TRUE(wgmma_inference_requested(automatic, 64, 1, false));
+    EXPECT_FALSE(wgmma_inference_requested(off, 64, 1, false));
+    EXPECT_FALSE(wgmma_inference_requested(tile, 64, 1, false));
 }
 
 // Shared memory: W = 128 fits 7 hidden layers in 227 KB, not 8.

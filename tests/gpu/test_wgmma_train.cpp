@@ -226,6 +226,7 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
     SKIP_WITHOUT_GPU();
     FusedMlpTuning t;
     t.wgmma_train = true;
+    t.wgmma_split = 0;  // the column-split kernel takes W = 128 x 4 (its own tests)
     const FusedMlpConfig unsupported[] = {
         {32, 16, 32, 2, Activation::ReLU, Activation::None},   // W = 32
         {32, 16, 256, 2, Activation::ReLU, Activation::None},  // W = 256 (not built yet)
@@ -235,7 +236,7 @@ TEST(WgmmaTrainSelection, UnsupportedShapesKeepTheOtherKernels) {
         {65, 16, 128, 2, Activation::ReLU, Activation::None},  // n_in > 64
         {32, 16, 128, 2, Activation::SiLU, Activation::None},  // hidden not ReLU
         {32, 16, 128, 2, Activation::ReLU, Activation::Sigmoid},
-        {32, 16, 128, 4, Activation::ReLU, Activation::None},  // 4 hidden layers: over the shared memory
+        {32, 16, 128, 4, Activation::ReLU, Activation::None},  // 4 hidden layers: over the 128-row kernel's shared memory
     };
     for (const FusedMlpConfig& cfg : unsupported) {
         FusedMlp mlp(cfg, t);
@@ -265,24 +266,31 @@ TEST(WgmmaTrainSelection, OnByDefaultEnvKnobTurnsItOff) {
     EXPECT_TRUE(wgmma_train_requested(t));
 }
 
-// The column-split kernel: on request (tuning, FUSEDNGP_WGMMA_SPLIT=1) until
-// kWgmmaSplitByDefault says so, never when the tuning forces the tile or
-// warp kernel; W = 128 only, up to 4 hidden layers.
-TEST(WgmmaTrainSelection, SplitKernelOnRequest) {
-    test::ScopedEnv unset("FUSEDNGP_WGMMA_SPLIT", nullptr);
+// The column-split kernel: by default only where the 128-row kernel does not
+// fit (W = 128 with 4 hidden layers); the tuning or FUSEDNGP_WGMMA_SPLIT
+// turn it on everywhere or off; FUSEDNGP_WGMMA_TRAIN=0 or a tuning that
+// forces the tile or warp kernel turns it off.
+TEST(WgmmaTrainSelection, SplitKernelWhereOnlyItFits) {
+    test::ScopedEnv unset_split("FUSEDNGP_WGMMA_SPLIT", nullptr);
+    test::ScopedEnv unset_train("FUSEDNGP_WGMMA_TRAIN", nullptr);
     FusedMlpTuning automatic, on, off, tile;
     on.wgmma_split = 1;
     off.wgmma_split = 0;
     tile.wgmma_split = 1;
     tile.tile_training = true;
-    EXPECT_EQ(wgmma_split_requested(automatic), kWgmmaSplitByDefault);
-    EXPECT_TRUE(wgmma_split_requested(on));
-    EXPECT_FALSE(wgmma_split_requested(off));
-    EXPECT_FALSE(wgmma_split_requested(tile));
+    EXPECT_EQ(wgmma_split_choice(automatic), WgmmaSplit::WhereOnlyItFits);
+    EXPECT_EQ(wgmma_split_choice(on), WgmmaSplit::Always);
+    EXPECT_EQ(wgmma_split_choice(off), WgmmaSplit::Never);
+    EXPECT_EQ(wgmma_split_choice(tile), WgmmaSplit::Never);
     {
         test::ScopedEnv env_on("FUSEDNGP_WGMMA_SPLIT", "1");
-        EXPECT_TRUE(wgmma_split_requested(automatic));
-        EXPECT_FALSE(wgmma_split_requested(off));
+        EXPECT_EQ(wgmma_split_choice(automatic), WgmmaSplit::Always);
+        EXPECT_EQ(wgmma_split_choice(off), WgmmaSplit::Never);
+    }
+    {
+        test::ScopedEnv train_off("FUSEDNGP_WGMMA_TRAIN", "0");
+        EXPECT_EQ(wgmma_split_choice(automatic), WgmmaSplit::Never);
+        EXPECT_EQ(wgmma_split_choice(on), WgmmaSplit::Always);
     }
     MlpShape s;
     s.width = 128;
@@ -299,12 +307,32 @@ TEST(WgmmaTrainSelection, SplitKernelOnRequest) {
     EXPECT_FALSE(wgmma_split_shape_supported(s));
     if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
     const FusedMlpConfig deep{32, 16, 128, 4, Activation::ReLU, Activation::None};
+    const FusedMlpConfig three{32, 16, 128, 3, Activation::ReLU, Activation::None};
     const FusedMlpConfig shallow{64, 16, 128, 2, Activation::ReLU, Activation::None};
-    EXPECT_TRUE(FusedMlp(deep, on).training_plan_for(1u << 16).wgmma_split);
-    EXPECT_EQ(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma, kWgmmaSplitByDefault);
+    EXPECT_TRUE(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma_split);
+    EXPECT_FALSE(FusedMlp(deep, off).training_plan_for(1u << 16).wgmma);
+    EXPECT_FALSE(FusedMlp(three, automatic).training_plan_for(1u << 16).wgmma_split);
+    EXPECT_TRUE(FusedMlp(three, on).training_plan_for(1u << 16).wgmma_split);
     // Two blocks per SM where both fit in shared memory (1-2 hidden layers), else one.
     EXPECT_EQ(FusedMlp(shallow, on).training_plan_for(1u << 16).kernel.blocks_per_sm, 2);
     EXPECT_EQ(FusedMlp(deep, on).training_plan_for(1u << 16).kernel.blocks_per_sm, 1);
+}
+
+// W = 128 with one hidden layer: the block-tile kernel by default (faster
+// there), the wgmma kernel on request.
+TEST(WgmmaTrainSelection, OneHiddenLayerAtW128TakesTheTileKernel) {
+    test::ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
+    EXPECT_FALSE(wgmma_train_wins_by_default(mlp_shape(32, 128, 1, 16)));
+    EXPECT_TRUE(wgmma_train_wins_by_default(mlp_shape(32, 128, 2, 16)));
+    EXPECT_TRUE(wgmma_train_wins_by_default(mlp_shape(32, 64, 1, 16)));
+    if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
+    const FusedMlpConfig one{32, 16, 128, 1, Activation::ReLU, Activation::None};
+    FusedMlpTuning automatic, forced;
+    forced.wgmma_train = true;
+    EXPECT_FALSE(FusedMlp(one, automatic).training_plan_for(1u << 16).wgmma);
+    EXPECT_TRUE(FusedMlp(one, forced).training_plan_for(1u << 16).wgmma);
+    test::ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
+    EXPECT_TRUE(FusedMlp(one, automatic).training_plan_for(1u << 16).wgmma);
 }
 
 // The depths with deltas in place: planned by default only once
