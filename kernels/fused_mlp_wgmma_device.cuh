@@ -324,21 +324,42 @@ FUSEDNGP_UNROLL
     }
 }
 
-// One fragment register of input: the halves of columns k, k + 1 of `row`
-// (zero past the batch, `inside` false, and past n_in). pairs: one 8-byte
-// (fp32) or 4-byte (fp16) load, for inputs whose n_in is even and whose
-// pointer is aligned for it (k is always even); else one load per column.
-FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, bool inside, uint32_t k, bool pairs) {
+FUSEDNGP_WGMMA_HD uint32_t float_bits(float v) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(v);
+#else
+    uint32_t b;
+    memcpy(&b, &v, sizeof(b));
+    return b;
+#endif
+}
+FUSEDNGP_WGMMA_HD float bits_float(uint32_t b) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(b);
+#else
+    float v;
+    memcpy(&v, &b, sizeof(v));
+    return v;
+#endif
+}
+
+// One fragment register of input as loaded, before conversion: columns k,
+// k + 1 of `row` (zero past the batch, `inside` false, and past n_in), as
+// two floats' bits (fp32 input) or as the two halves' bits in x (fp16).
+// pairs: one 8-byte (fp32) or 4-byte (fp16) load, for inputs whose n_in is
+// even and whose pointer is aligned for it (k is always even); else one load
+// per column.
+FUSEDNGP_WGMMA_HD uint2 raw_input(const KernelArgs& p, uint32_t row, bool inside, uint32_t k, bool pairs) {
     const uint32_t n_in = p.shape.n_in;
     if (p.in_half != nullptr) {  // fp16 input: the fragment's halves as they are
         uint32_t b0 = 0u, b1 = 0u;
         if (inside) {
             const __half* src = p.in_half + size_t(row) * n_in;
-            if (pairs) return k < n_in ? load_global_half_pair_bits(src + k) : 0u;
+            if (pairs) return make_uint2(k < n_in ? load_global_half_pair_bits(src + k) : 0u, 0u);
             if (k < n_in) b0 = load_global_half_bits(src + k);
             if (k + 1 < n_in) b1 = load_global_half_bits(src + k + 1);
         }
-        return b0 | b1 << 16;
+        return make_uint2(b0 | b1 << 16, 0u);
     }
     float v0 = 0.f, v1 = 0.f;
     if (inside) {
@@ -351,7 +372,14 @@ FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, boo
             if (k + 1 < n_in) v1 = load_global(src + k + 1);
         }
     }
-    return pack_half2(v0, v1);
+    return make_uint2(float_bits(v0), float_bits(v1));
+}
+// The fragment register: fp32 pairs rounded to halves, fp16 bits as they are.
+FUSEDNGP_WGMMA_HD uint32_t input_from_raw(const KernelArgs& p, uint2 r) {
+    return p.in_half != nullptr ? r.x : pack_half2(bits_float(r.x), bits_float(r.y));
+}
+FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, bool inside, uint32_t k, bool pairs) {
+    return input_from_raw(p, raw_input(p, row, inside, k, pairs));
 }
 
 // This warpgroup's 64 input rows as fp16 A fragments (zero past the batch
@@ -367,6 +395,30 @@ FUSEDNGP_UNROLL
             const RowCol pos = a_fragment_position(t, r);
             xa[s][r] = input_fragment(p, row0 + pos.row, pos.row < valid, 16u * s + pos.col, pairs);
         }
+}
+
+// The same rows as loaded, before conversion: fetch the next chunk's input
+// with fetch_input_fragments, run the current chunk, then convert_input_fragments.
+// Converting at load time would make the thread wait for the loads right
+// there (the fp32 path's conversion depends on them; the fp16 bits do not).
+template <int KIN>
+FUSEDNGP_WGMMA_HD void fetch_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
+                                             uint2 (&raw)[KIN / 16][4], bool pairs = false) {
+FUSEDNGP_UNROLL
+    for (int s = 0; s < KIN / 16; ++s)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) {
+            const RowCol pos = a_fragment_position(t, r);
+            raw[s][r] = raw_input(p, row0 + pos.row, pos.row < valid, 16u * s + pos.col, pairs);
+        }
+}
+template <int KIN>
+FUSEDNGP_WGMMA_HD void convert_input_fragments(const KernelArgs& p, const uint2 (&raw)[KIN / 16][4],
+                                               uint32_t (&xa)[KIN / 16][4]) {
+FUSEDNGP_UNROLL
+    for (int s = 0; s < KIN / 16; ++s)
+FUSEDNGP_UNROLL
+        for (int r = 0; r < 4; ++r) xa[s][r] = input_from_raw(p, raw[s][r]);
 }
 
 template <int KIN, int ROWS = kTileRows>
@@ -766,9 +818,11 @@ __device__ __forceinline__ void tile_in_place(const KernelArgs& p, uint8_t* smem
         store_activation<W>(ha, smem + im.delta(l - 1), at);
     }
     input_gradient<W, KIN>(p, base, im, ha, rs, din_bad);
-    load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
+    uint2 raw[KIN / 16][4];  // the next tile's input, converted after the last product
+    fetch_input_fragments<KIN>(p, next.row0, next.valid, rs.t, raw);
     block_sync_images();
     input_layer_gradient<W, KIN>(p, base, im, to);  // reads delta_0 and x
+    convert_input_fragments<KIN>(p, raw, xa);
 }
 
 // ---- The kernel ---------------------------------------------------------------------------
@@ -829,12 +883,23 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_train_ke
         prefetch_input_l2(p, tile + 2 * gridDim.x);
         if constexpr (IN_PLACE) {
             tile_in_place<W, KIN>(p, smem, im, rows_of(tile), rows_of(tile + gridDim.x), xa, loss_sum, din_bad, to);
-        } else {
+        } else if constexpr (MIN_BLOCKS == 1) {
             chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
-            // The next tile's input loads overlap the weight-gradient products.
+            // The next tile's input loads overlap the weight-gradient
+            // products, and become fragments after them.
+            const RowState next = rows_of(tile + gridDim.x);
+            uint2 raw[KIN / 16][4];
+            fetch_input_fragments<KIN>(p, next.row0, next.valid, t, raw);
+            block_sync_images();  // the images were written by ordinary stores
+            weight_gradients<W, KIN>(p, smem, im, to);
+            convert_input_fragments<KIN>(p, raw, xa);
+        } else {
+            // Two blocks per SM (128 registers): no room for the raw input
+            // beside the products, so it is converted as it arrives.
+            chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
             const RowState next = rows_of(tile + gridDim.x);
             load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
-            block_sync_images();  // the images were written by ordinary stores
+            block_sync_images();
             weight_gradients<W, KIN>(p, smem, im, to);
         }
         // The next tile overwrites the images with ordinary stores after the

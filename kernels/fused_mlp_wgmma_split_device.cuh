@@ -250,7 +250,10 @@ __device__ __forceinline__ void split_forward(const KernelArgs& p, uint8_t* smem
 
 // The backward pass and every dW chunk of warpgroup g, deltas in place; the
 // next tile's input is loaded before the last product.
-template <int W, int KIN>
+// DEFER: the next tile's input stays raw until after the last product
+// (registers for one block per SM; the two-block instantiation converts it
+// as it arrives).
+template <int W, int KIN, bool DEFER>
 __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* smem, const SplitImages<W>& im,
                                                const RowState& rs, const RowState& next, uint32_t (&xa)[KIN / 16][4],
                                                uint32_t (&da)[1][4], bool& din_bad, const GradientTarget& to) {
@@ -289,10 +292,15 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
         product_ss_steps<0, 0, W / 16>(din, split_activation_a<W>(base, im, 0), split_input_gradient_weight<W, KIN>(base, im, rs.g));
         store_input_gradient_slice<KIN>(p, din, rs, din_bad);
     }
-    wgmma_train::load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
+    uint2 raw[KIN / 16][4];
+    if constexpr (DEFER)
+        wgmma_train::fetch_input_fragments<KIN>(p, next.row0, next.valid, rs.t, raw);
+    else
+        wgmma_train::load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
     float dw0[KIN / 2];
     issue_ss_steps<1, 0, kRowSteps>(dw0, split_gradient_a<W>(base, im, 0, D, rs.g), split_gradient_b<W, KIN>(base, im, 0, D));
     wgmma_train::add_chunk_to_partial(dw0, to.partial + padded_offset(s, 0), s.n_in_pad, kSlice * rs.g, s.n_in_pad, rs.t, to.first_tile);
+    if constexpr (DEFER) wgmma_train::convert_input_fragments<KIN>(p, raw, xa);
 }
 
 __device__ __forceinline__ void prefetch_split_input_l2(const KernelArgs& p, uint32_t tile) {
@@ -335,7 +343,7 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_split_ke
         const RowState rs = rows_of(tile);
         uint32_t da[1][4];
         split_forward<W, KIN>(p, smem, im, rs, xa, da, loss_sum);
-        split_backward<W, KIN>(p, smem, im, rs, rows_of(tile + gridDim.x), xa, da, din_bad, to);
+        split_backward<W, KIN, MIN_BLOCKS == 1>(p, smem, im, rs, rows_of(tile + gridDim.x), xa, da, din_bad, to);
         fence_proxy_async_shared();  // async reads of this tile before the next tile's ordinary stores
         to.first_tile = false;
     }

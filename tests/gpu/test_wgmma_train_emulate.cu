@@ -815,6 +815,15 @@ TEST(WgmmaInferenceEmulated, PairedLoadsAndStoresMatchTheScalarPaths) {
                     load_input_fragments<64>(p, row0, valid, t, scalar, false);
                     ASSERT_EQ(std::memcmp(paired, scalar, sizeof(paired)), 0)
                         << "n_in " << n_in << (half ? " fp16" : " fp32") << " row0 " << row0 << " thread " << t;
+                    // Fetched raw, converted later (the kernels' prefetch of the next rows).
+                    for (bool pairs : {false, true}) {
+                        uint2 raw[4][4];
+                        uint32_t converted[4][4];
+                        fetch_input_fragments<64>(p, row0, valid, t, raw, pairs);
+                        convert_input_fragments<64>(p, raw, converted);
+                        ASSERT_EQ(std::memcmp(converted, scalar, sizeof(converted)), 0)
+                            << "fetched then converted, n_in " << n_in << (half ? " fp16" : " fp32") << " thread " << t;
+                    }
                 }
             }
         }
