@@ -478,7 +478,13 @@ bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width, uin
     if (tuning.wgmma_inference >= 0) return tuning.wgmma_inference == 1;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "0")) return false;
     if (env_equals("FUSEDNGP_WGMMA_INFERENCE", "1")) return true;
-    return width == kWgmmaInferenceDefaultWidth && (half_io || hidden_layers >= kWgmmaInferenceMinDepthFp32);
+    return wgmma_inference_wins(width, hidden_layers, half_io);
+}
+
+bool wgmma_inference_wins(uint32_t width, uint32_t hidden_layers, bool half_io) {
+    if (width == 128) return half_io || hidden_layers >= 2;
+    if (width == 64) return half_io && hidden_layers >= 3;
+    return false;
 }
 
 // The wgmma inference kernel: one plan, kWgmmaInferenceWarpgroups

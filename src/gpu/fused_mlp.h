@@ -133,7 +133,7 @@ struct FusedMlpTuning {
     // compute capability 9.0 device, W = 64 or 128, hidden ReLU, n_in <= 64,
     // n_out <= 16, the weights within shared memory (up to 7 hidden layers at
     // W = 128). -1 (default): where it measured faster than the other
-    // kernels (wgmma_inference_requested, kWgmmaInferenceDefaultWidth); 1:
+    // kernels (wgmma_inference_requested, wgmma_inference_wins); 1:
     // wherever it applies; 0: never.
     // tile_inference takes precedence.
     int wgmma_inference = -1;
@@ -179,16 +179,15 @@ bool wgmma_train_wins_by_default(const MlpShape& shape);
 // kernel for fp32 or (half_io) fp16 I/O, where the device and shape allow
 // it: FusedMlpTuning::wgmma_inference when set, else FUSEDNGP_WGMMA_INFERENCE
 // (0 or 1) when set, else where it measured faster (docs/FUSED_MLP_DESIGN.md,
-// "How a kernel is chosen"): at kWgmmaInferenceDefaultWidth, with fp16 I/O
-// at every depth and with fp32 I/O from kWgmmaInferenceMinDepthFp32 hidden
-// layers. Never with tile_inference.
+// "How a kernel is chosen", wgmma_inference_wins). Never with tile_inference.
 bool wgmma_inference_requested(const FusedMlpTuning& tuning, uint32_t width, uint32_t hidden_layers, bool half_io);
-// H100, e237f83, 2^14-2^20 rows against the block-tile kernel: fp16 I/O
-// 1.2-2.8x at every depth; fp32 1.1-2.2x from 2 hidden layers, 0.78-0.99x
-// at 1. At W = 64 the warp kernel stays ahead with fp32 I/O at 2^18 rows and
-// more (0.5-0.7x), so W = 64 keeps it.
-constexpr uint32_t kWgmmaInferenceDefaultWidth = 128;
-constexpr uint32_t kWgmmaInferenceMinDepthFp32 = 2;
+// Where the wgmma inference kernel measured faster than the kernel it would
+// replace at every batch from 2^14 to 2^20 rows (H100, e237f83): W = 128
+// with fp16 I/O at every depth (1.2-2.8x the block-tile kernel) and with
+// fp32 I/O from 2 hidden layers (1.1-2.2x; 0.78-0.99x at 1); W = 64 with
+// fp16 I/O from 3 hidden layers (1.07-1.52x the warp kernel; with fp32 I/O
+// 0.5-0.7x from 2^18 rows).
+bool wgmma_inference_wins(uint32_t width, uint32_t hidden_layers, bool half_io);
 
 // Which training kernel a call runs: host logic only (no device), so it is
 // unit-tested on the CPU. The warp kernel (when the object has a plan for it)

@@ -197,7 +197,7 @@ TEST(FusedMlpHalfIoPlan, FlavourFollowsTheFp32Plan) {
     EXPECT_EQ(half_flavor(kWarpRelu, 1), kWarpHalfIo);
     EXPECT_EQ(half_flavor(kWarpVec4, 1), kWarpHalfIo | kWarpVec4);
     EXPECT_EQ(half_flavor(kWarpRelu | kWarpVec4 | kWarpStage, 1), kWarpHalfIo | kWarpRelu | kWarpVec4);
-    // W >= 128: the block-tile or wgmma kernel's plan serves both.
+    // W = 128 with 2+ hidden layers: the wgmma kernel's plan serves both.
     const FusedMlp wide(FusedMlpConfig{32, 16, 128, 2, Activation::ReLU, Activation::None});
     EXPECT_FALSE(wide.inference_half_plan().warp);
     EXPECT_EQ(wide.inference_half_plan().rows_per_tile, wide.inference_plan().rows_per_tile);

@@ -166,6 +166,9 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
     EXPECT_EQ(planned_half(w128_one), hopper);
     EXPECT_FALSE(planned(w64));
     EXPECT_FALSE(planned_half(w64));
+    const FusedMlpConfig w64_three{32, 16, 64, 3, Activation::ReLU, Activation::None};
+    EXPECT_FALSE(planned(w64_three));  // fp32 I/O at W = 64: the warp kernel
+    EXPECT_EQ(planned_half(w64_three), hopper);
     FusedMlpTuning on, off, tile;
     on.wgmma_inference = 1;
     off.wgmma_inference = 0;
@@ -188,8 +191,8 @@ TEST(WgmmaInferenceSelection, PlannedWhereItAppliesAndAsked) {
 }
 
 // The request rule (host logic): tile_inference first, then the tuning, then
-// FUSEDNGP_WGMMA_INFERENCE, then the default width (kWgmmaInferenceDefaultWidth),
-// every depth with fp16 I/O, from kWgmmaInferenceMinDepthFp32 with fp32.
+// FUSEDNGP_WGMMA_INFERENCE, then where it measured faster (wgmma_inference_wins:
+// W = 128 with fp16 I/O or from 2 hidden layers, W = 64 with fp16 I/O from 3).
 TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     test::ScopedEnv env("FUSEDNGP_WGMMA_INFERENCE", nullptr);
     FusedMlpTuning automatic, on, off, tile;
@@ -198,10 +201,10 @@ TEST(WgmmaInferenceSelection, RequestFollowsTuningThenEnvironmentThenWidth) {
     tile.tile_inference = true;
     tile.wgmma_inference = 1;
     for (uint32_t w : {16u, 32u, 64u, 128u, 256u})
-        for (uint32_t d : {1u, 2u, 4u})
+        for (uint32_t d : {1u, 2u, 3u, 4u})
             for (bool half : {false, true})
                 EXPECT_EQ(wgmma_inference_requested(automatic, w, d, half),
-                          w == kWgmmaInferenceDefaultWidth && (half || d >= kWgmmaInferenceMinDepthFp32))
+                          (w == 128 && (half || d >= 2)) || (w == 64 && half && d >= 3))
                     << "W " << w << " D " << d << " half " << half;
     EXPECT_TRUE(wgmma_inference_requested(on, 64, 1, false));
     EXPECT_FALSE(wgmma_inference_requested(off, 128, 2, true));
