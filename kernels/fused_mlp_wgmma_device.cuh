@@ -827,9 +827,11 @@ __device__ __forceinline__ void tile_in_place(const KernelArgs& p, uint8_t* smem
 
 // ---- The kernel ---------------------------------------------------------------------------
 
+// ROWS: the kernel's tile rows (the column-split kernel's are 64).
+template <int ROWS = kTileRows>
 __device__ __forceinline__ void prefetch_input_l2(const KernelArgs& p, uint32_t tile) {
     if (!p.l2_prefetch || tile >= p.n_tiles) return;
-    const uint32_t row0 = tile * kTileRows, rows = min(uint32_t(kTileRows), p.batch - row0);
+    const uint32_t row0 = tile * ROWS, rows = min(uint32_t(ROWS), p.batch - row0);
     const bool half = p.in_half != nullptr;
     const size_t bytes = size_t(rows) * p.shape.n_in * (half ? sizeof(__half) : sizeof(float));
     const char* base = half ? reinterpret_cast<const char*>(p.in_half + size_t(row0) * p.shape.n_in)

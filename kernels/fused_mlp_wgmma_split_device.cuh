@@ -303,20 +303,9 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
     if constexpr (DEFER) wgmma_train::convert_input_fragments<KIN>(p, raw, xa);
 }
 
-__device__ __forceinline__ void prefetch_split_input_l2(const KernelArgs& p, uint32_t tile) {
-    if (!p.l2_prefetch || tile >= p.n_tiles) return;
-    const uint32_t row0 = tile * kRows, rows = min(uint32_t(kRows), p.batch - row0);
-    const bool half = p.in_half != nullptr;
-    const size_t bytes = size_t(rows) * p.shape.n_in * (half ? sizeof(__half) : sizeof(float));
-    const char* base = half ? reinterpret_cast<const char*>(p.in_half + size_t(row0) * p.shape.n_in)
-                            : reinterpret_cast<const char*>(p.in + size_t(row0) * p.shape.n_in);
-    for (size_t off = size_t(threadIdx.x) * 128u; off < bytes; off += size_t(kThreads) * 128u)
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off));
-}
-
 // Tiles round-robin over the blocks, as the other training kernels. Both
 // warpgroups work on the same rows: row0 and valid are the tile's.
-// MIN_BLOCKS 2: registers for two blocks per SM (128; ptxas spills 12-48 B),
+// MIN_BLOCKS 2: registers for two blocks per SM (128; ptxas spills 16-48 B),
 // for the depths whose images let two blocks share the SM's shared memory
 // (1-2 hidden layers): one block's barriers then overlap the other's work.
 template <int W, int KIN, int MIN_BLOCKS = 1>
@@ -339,7 +328,7 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_split_ke
     wgmma_train::load_input_fragments<KIN>(p, rows_of(blockIdx.x).row0, rows_of(blockIdx.x).valid, t, xa);
     for (uint32_t tile = blockIdx.x; tile < p.n_tiles; tile += gridDim.x) {
         __syncthreads();  // the previous tile's products are done with the images
-        prefetch_split_input_l2(p, tile + 2 * gridDim.x);
+        wgmma_train::prefetch_input_l2<kRows>(p, tile + 2 * gridDim.x);
         const RowState rs = rows_of(tile);
         uint32_t da[1][4];
         split_forward<W, KIN>(p, smem, im, rs, xa, da, loss_sum);

@@ -15,7 +15,7 @@ static_assert(wgmma_train::act_addressing_matches<64>(), "the activation-image a
 static_assert(wgmma_train::act_addressing_matches<128>(), "the activation-image addressing is wrong at W = 128");
 
 // W = 64 with n_in <= 32: two blocks per SM fit in shared memory, and the
-// kernel's registers are budgeted for two (128 per thread; ptxas spills 44
+// kernel's registers are budgeted for two (128 per thread; ptxas spills 48
 // bytes). Measured on the H200 at 3c085a3: 3.90 G samples/s at 2^20 against 3.49 with
 // registers for one block (196, no spill). n_in > 32 needs 200 and one block.
 // Deeper networks (deltas_in_place) take the in-place instantiations of
