@@ -335,10 +335,10 @@ TEST(WgmmaTrainSelection, OneHiddenLayerAtW128TakesTheTileKernel) {
     EXPECT_TRUE(FusedMlp(one, automatic).training_plan_for(1u << 16).wgmma);
 }
 
-// The depths with deltas in place: planned by default only once
-// kWgmmaTrainInPlaceByDefault says so; before, on request (the tuning, or
-// FUSEDNGP_WGMMA_TRAIN=1). Host logic, then the plan on a Hopper device.
-TEST(WgmmaTrainSelection, InPlaceDepthsOnRequestUntilTimed) {
+// The depths with deltas in place: planned by default as
+// kWgmmaTrainInPlaceByDefault says (measured faster), else on request (the
+// tuning, or FUSEDNGP_WGMMA_TRAIN=1). Host logic, then the plan on a Hopper device.
+TEST(WgmmaTrainSelection, InPlaceDepthsByDefaultOrOnRequest) {
     test::ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
     FusedMlpTuning automatic, forced;
     forced.wgmma_train = true;
