@@ -385,16 +385,25 @@ FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, boo
 // This warpgroup's 64 input rows as fp16 A fragments (zero past the batch
 // and past n_in). row0: the warpgroup's first row in the batch; pairs: see
 // input_fragment.
-template <int KIN>
-FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
-                                            uint32_t (&xa)[KIN / 16][4], bool pairs = false) {
+// fn(s, r, row, k) for each of thread t's input fragment registers [s][r]:
+// row in the warpgroup's 64, k its first column.
+template <int KIN, class Fn>
+FUSEDNGP_WGMMA_HD void for_each_input_fragment(int t, Fn&& fn) {
 FUSEDNGP_UNROLL
     for (int s = 0; s < KIN / 16; ++s)
 FUSEDNGP_UNROLL
         for (int r = 0; r < 4; ++r) {
             const RowCol pos = a_fragment_position(t, r);
-            xa[s][r] = input_fragment(p, row0 + pos.row, pos.row < valid, 16u * s + pos.col, pairs);
+            fn(s, r, pos.row, 16u * s + uint32_t(pos.col));
         }
+}
+
+template <int KIN>
+FUSEDNGP_WGMMA_HD void load_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
+                                            uint32_t (&xa)[KIN / 16][4], bool pairs = false) {
+    for_each_input_fragment<KIN>(t, [&](int s, int r, int row, uint32_t k) {
+        xa[s][r] = input_fragment(p, row0 + row, row < valid, k, pairs);
+    });
 }
 
 // The same rows as loaded, before conversion: fetch the next chunk's input
@@ -404,13 +413,9 @@ FUSEDNGP_UNROLL
 template <int KIN>
 FUSEDNGP_WGMMA_HD void fetch_input_fragments(const KernelArgs& p, uint32_t row0, int valid, int t,
                                              uint2 (&raw)[KIN / 16][4], bool pairs = false) {
-FUSEDNGP_UNROLL
-    for (int s = 0; s < KIN / 16; ++s)
-FUSEDNGP_UNROLL
-        for (int r = 0; r < 4; ++r) {
-            const RowCol pos = a_fragment_position(t, r);
-            raw[s][r] = raw_input(p, row0 + pos.row, pos.row < valid, 16u * s + pos.col, pairs);
-        }
+    for_each_input_fragment<KIN>(t, [&](int s, int r, int row, uint32_t k) {
+        raw[s][r] = raw_input(p, row0 + row, row < valid, k, pairs);
+    });
 }
 template <int KIN>
 FUSEDNGP_WGMMA_HD void convert_input_fragments(const KernelArgs& p, const uint2 (&raw)[KIN / 16][4],
