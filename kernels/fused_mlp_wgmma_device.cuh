@@ -324,23 +324,13 @@ FUSEDNGP_UNROLL
     }
 }
 
-FUSEDNGP_WGMMA_HD uint32_t float_bits(float v) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(v);
-#else
-    uint32_t b;
-    memcpy(&b, &v, sizeof(b));
-    return b;
-#endif
-}
-FUSEDNGP_WGMMA_HD float bits_float(uint32_t b) {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(b);
-#else
-    float v;
-    memcpy(&v, &b, sizeof(v));
-    return v;
-#endif
+// The bits of one 4-byte value as another type (a register move on the device).
+template <class To, class From>
+FUSEDNGP_WGMMA_HD To bits_as(From v) {
+    static_assert(sizeof(To) == sizeof(From), "bits_as: sizes differ");
+    To r;
+    memcpy(&r, &v, sizeof(r));
+    return r;
 }
 
 // One fragment register of input as loaded, before conversion: columns k,
@@ -372,11 +362,11 @@ FUSEDNGP_WGMMA_HD uint2 raw_input(const KernelArgs& p, uint32_t row, bool inside
             if (k + 1 < n_in) v1 = load_global(src + k + 1);
         }
     }
-    return make_uint2(float_bits(v0), float_bits(v1));
+    return make_uint2(bits_as<uint32_t>(v0), bits_as<uint32_t>(v1));
 }
 // The fragment register: fp32 pairs rounded to halves, fp16 bits as they are.
 FUSEDNGP_WGMMA_HD uint32_t input_from_raw(const KernelArgs& p, uint2 r) {
-    return p.in_half != nullptr ? r.x : pack_half2(bits_float(r.x), bits_float(r.y));
+    return p.in_half != nullptr ? r.x : pack_half2(bits_as<float>(r.x), bits_as<float>(r.y));
 }
 FUSEDNGP_WGMMA_HD uint32_t input_fragment(const KernelArgs& p, uint32_t row, bool inside, uint32_t k, bool pairs) {
     return input_from_raw(p, raw_input(p, row, inside, k, pairs));

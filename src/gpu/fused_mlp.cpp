@@ -415,6 +415,15 @@ bool wgmma_train_requested(const FusedMlpTuning& tuning) {
     return !env_equals("FUSEDNGP_WGMMA_TRAIN", "0");
 }
 
+// A wgmma plan's launch shape: threads per block, rows per tile, shared memory.
+static FusedMlp::PassPlan wgmma_pass_plan(int threads, uint32_t rows_per_tile, size_t smem_bytes) {
+    FusedMlp::PassPlan p;
+    p.block_warps = threads / 32;
+    p.rows_per_tile = rows_per_tile;
+    p.smem_bytes = smem_bytes;
+    return p;
+}
+
 bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning) {
     return tuning.wgmma_train || kWgmmaTrainInPlaceByDefault || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
 }
@@ -440,22 +449,16 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
     const bool row128_fits = wgmma_train_shape_supported(shape_) && wgmma_train_smem_bytes(shape_) <= max_smem_per_block_;
     if ((split == WgmmaSplit::Always || (split == WgmmaSplit::WhereOnlyItFits && !row128_fits)) &&
         wgmma_split_shape_supported(shape_)) {
-        PassPlan p;
+        PassPlan p = wgmma_pass_plan(kWgmmaTrainThreads, kWgmmaSplitRows, wgmma_split_smem_bytes(shape_));
         p.wgmma = p.wgmma_split = true;
-        p.block_warps = kWgmmaTrainThreads / 32;
-        p.rows_per_tile = kWgmmaSplitRows;
-        p.smem_bytes = wgmma_split_smem_bytes(shape_);
         if (finish_wgmma_plan(p, prepare_wgmma_split, plan)) return true;
     }
     if (!wgmma_train_requested(tuning_) || !wgmma_train_shape_supported(shape_)) return false;
     const bool asked = tuning_.wgmma_train || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
     if (!asked && !wgmma_train_wins_by_default(shape_)) return false;
     if (wgmma_train_deltas_in_place(shape_) && !wgmma_train_in_place_requested(tuning_)) return false;
-    PassPlan p;
+    PassPlan p = wgmma_pass_plan(kWgmmaTrainThreads, kWgmmaTrainRows, wgmma_train_smem_bytes(shape_));
     p.wgmma = true;
-    p.block_warps = kWgmmaTrainThreads / 32;
-    p.rows_per_tile = kWgmmaTrainRows;
-    p.smem_bytes = wgmma_train_smem_bytes(shape_);
     return finish_wgmma_plan(p, prepare_wgmma_train, plan);
 }
 
@@ -493,11 +496,8 @@ bool FusedMlp::plan_wgmma_inference(PassPlan& plan, bool half_io) const {
     if (!wgmma_inference_requested(tuning_, shape_.width, shape_.n_hidden, half_io) ||
         !wgmma_inference_shape_supported(shape_))
         return false;
-    PassPlan p;
+    PassPlan p = wgmma_pass_plan(kWgmmaInferenceThreads, kWgmmaInferenceRows, wgmma_inference_smem_bytes(shape_));
     p.wgmma_inference = true;
-    p.block_warps = kWgmmaInferenceThreads / 32;
-    p.rows_per_tile = kWgmmaInferenceRows;
-    p.smem_bytes = wgmma_inference_smem_bytes(shape_);
     return finish_wgmma_plan(p, prepare_wgmma_inference, plan);
 }
 
