@@ -136,8 +136,11 @@ __host__ __device__ constexpr size_t smem_bytes_for(int width, int kin, int hidd
     return size_t(smem_layout(width, kin, hidden_layers, in_place).total) + 1024u;
 }
 
-// Hopper's dynamic shared memory per block (sm_90: 227 KB).
+// Hopper's dynamic shared memory per block (sm_90: 227 KB), per SM (228 KB),
+// and what the SM reserves of it per resident block (1 KB).
 constexpr size_t kSmemPerBlock = 227u * 1024u;
+constexpr size_t kSmemPerSm = 228u * 1024u;
+constexpr size_t kSmemReservedPerBlock = 1024u;
 
 // Deltas in place where every image does not fit: W = 128 from 3 hidden
 // layers, W = 64 from 6 (n_in <= 32) or 5. The price is two block barriers
@@ -251,13 +254,14 @@ FUSEDNGP_UNROLL
     pin_registers(a);
 }
 
-// acc = A * B over the tile's rows (K = kTileRows), both in shared memory;
-// returns after the commit: the caller waits (wgmma_wait<0> + pin).
-template <int TRANS_A, int TRANS_B, int NREG>
+// acc = A * B, both in shared memory, STEPS k16 steps (default: K = the
+// tile's kTileRows rows); returns after the commit: the caller waits
+// (wgmma_wait<0> + pin).
+template <int TRANS_A, int TRANS_B, int STEPS = kRowSteps, int NREG>
 __device__ __forceinline__ void issue_ss(float (&acc)[NREG], const Operand& a, const Operand& b) {
     wgmma_fence();
 FUSEDNGP_UNROLL
-    for (int s = 0; s < kRowSteps; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step<TRANS_A>(a, s), at_step<TRANS_B>(b, s), s > 0);
+    for (int s = 0; s < STEPS; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step<TRANS_A>(a, s), at_step<TRANS_B>(b, s), s > 0);
     wgmma_commit();
 }
 
@@ -302,23 +306,29 @@ __host__ __device__ constexpr bool act_addressing_matches() {
     return true;
 }
 
+// register_offset(at, i): where accumulator register i of this thread sits in
+// an activation image, for each kernel's addressing (this kernel's
+// ActAddressing; the column-split kernel's SliceAddressing), so that the
+// stores and masks below serve both.
+__host__ __device__ constexpr uint32_t register_offset(const ActAddressing& a, int i) { return act_offset_of(a, i); }
+
 // Fragment register a[j][r] holds the accumulator pair 8j + 2r, 8j + 2r + 1:
 // one 4-byte store of two adjacent features.
-template <int W>
-FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[W / 16][4], uint8_t* image, const ActAddressing& at) {
+template <int STEPS, class Addressing>
+FUSEDNGP_WGMMA_HD void store_activation(const uint32_t (&a)[STEPS][4], uint8_t* image, const Addressing& at) {
 FUSEDNGP_UNROLL
-    for (int j = 0; j < W / 16; ++j)
+    for (int j = 0; j < STEPS; ++j)
 FUSEDNGP_UNROLL
-        for (int r = 0; r < 4; ++r) store_u32(image, act_offset_of(at, 8 * j + 2 * r), a[j][r]);
+        for (int r = 0; r < 4; ++r) store_u32(image, register_offset(at, 8 * j + 2 * r), a[j][r]);
 }
 
 // acc *= ReLU'(z_l) = [h_l > 0], h_l read back from its image at this
 // thread's own accumulator positions (it wrote them itself: no barrier).
-template <int W>
-FUSEDNGP_WGMMA_HD void apply_relu_mask(float (&acc)[W / 2], const uint8_t* h_image, const ActAddressing& at) {
+template <int NREG, class Addressing>
+FUSEDNGP_WGMMA_HD void apply_relu_mask(float (&acc)[NREG], const uint8_t* h_image, const Addressing& at) {
 FUSEDNGP_UNROLL
-    for (int i = 0; i < W / 2; i += 2) {
-        const __half2 h = *reinterpret_cast<const __half2*>(h_image + act_offset_of(at, i));
+    for (int i = 0; i < NREG; i += 2) {
+        const __half2 h = *reinterpret_cast<const __half2*>(h_image + register_offset(at, i));
         acc[i] *= __low2float(h) > 0.f ? 1.f : 0.f;
         acc[i + 1] *= __high2float(h) > 0.f ? 1.f : 0.f;
     }
@@ -525,17 +535,37 @@ struct RowState {
     int g, t;       // warpgroup, thread in it
 };
 
+// The next chunk's or tile's input, loaded while the current one runs:
+// with DEFER kept raw until finish() (after the current work: the fp32
+// conversion would wait for the loads), else converted as it arrives (where
+// no registers are spare for the raw values).
+template <int KIN, bool DEFER>
+struct NextInput {
+    uint2 raw[KIN / 16][4];
+    FUSEDNGP_WGMMA_HD void start(const KernelArgs& p, const RowState& next, uint32_t (&xa)[KIN / 16][4]) {
+        if constexpr (DEFER)
+            fetch_input_fragments<KIN>(p, next.row0, next.valid, next.t, raw);
+        else
+            load_input_fragments<KIN>(p, next.row0, next.valid, next.t, xa);
+    }
+    FUSEDNGP_WGMMA_HD void finish(const KernelArgs& p, uint32_t (&xa)[KIN / 16][4]) const {
+        if constexpr (DEFER) convert_input_fragments<KIN>(p, raw, xa);
+    }
+};
+
 // dL/dinput = acc / loss_scale for rows inside the batch and columns < n_in;
-// bad is set by a non-finite value.
-template <int KIN>
-FUSEDNGP_WGMMA_HD void store_input_gradient(const KernelArgs& p, const float (&acc)[KIN / 2], const RowState& rs,
-                                            bool& bad) {
+// the accumulators hold columns col0.. (the column-split kernel's warpgroups
+// take halves); bad is set by a non-finite value.
+template <int NREG>
+FUSEDNGP_WGMMA_HD void store_input_gradient(const KernelArgs& p, const float (&acc)[NREG], const RowState& rs,
+                                            bool& bad, uint32_t col0 = 0) {
     const uint32_t n_in = p.shape.n_in;
-    for (int i = 0; i < KIN / 2; ++i) {
+    for (int i = 0; i < NREG; ++i) {
         const RowCol pos = accumulator_position(rs.t, i);
-        if (pos.row >= rs.valid || uint32_t(pos.col) >= n_in) continue;
+        const uint32_t col = col0 + uint32_t(pos.col);
+        if (pos.row >= rs.valid || col >= n_in) continue;
         const float v = acc[i] * p.inv_loss_scale;
-        p.din[size_t(rs.row0 + pos.row) * n_in + pos.col] = v;
+        p.din[size_t(rs.row0 + pos.row) * n_in + col] = v;
         bad |= !isfinite(v);
     }
 }
@@ -571,11 +601,11 @@ __device__ __forceinline__ void forward_and_loss(const KernelArgs& p, uint8_t* s
     // h_l = fp16(ReLU(h_{l-1} W_l^T)), kept as A fragments and imaged.
     product_rs<0>(acc, xa, forward_weight<W, KIN>(base, im, 0, D));
     relu_to_fragments(acc, ha);
-    store_activation<W>(ha, smem + im.h(0), at);
+    store_activation(ha, smem + im.h(0), at);
     for (uint32_t l = 1; l < D; ++l) {
         product_rs<0>(acc, ha, forward_weight<W, KIN>(base, im, l, D));
         relu_to_fragments(acc, ha);
-        store_activation<W>(ha, smem + im.h(l), at);
+        store_activation(ha, smem + im.h(l), at);
     }
 
     // Output and loss: y (m64n16) -> loss_scale * dL/dy, one k-step of A.
@@ -592,7 +622,7 @@ __device__ __forceinline__ void backward_layer(uint32_t base, const uint8_t* sme
                                                uint32_t D, uint32_t (&a)[STEPS][4], float (&acc)[W / 2],
                                                uint32_t (&ha)[W / 16][4], const ActAddressing& at) {
     product_rs<1>(acc, a, backward_weight<W, KIN>(base, im, l, D));
-    apply_relu_mask<W>(acc, smem + im.h(l - 1), at);
+    apply_relu_mask(acc, smem + im.h(l - 1), at);
     accumulators_to_a_fragments(acc, ha);
 }
 
@@ -603,7 +633,7 @@ __device__ __forceinline__ void input_gradient(const KernelArgs& p, uint32_t bas
     if (p.din == nullptr) return;
     float din[KIN / 2];
     product_rs<0>(din, ha, backward_weight<W, KIN>(base, im, 0, p.shape.n_hidden));
-    store_input_gradient<KIN>(p, din, rs, din_bad);
+    store_input_gradient(p, din, rs, din_bad);
 }
 
 // The whole chain of one warpgroup, every delta to its own image (the
@@ -620,10 +650,10 @@ __device__ __forceinline__ void chain(const KernelArgs& p, uint8_t* smem, const 
     accumulators_to_a_fragments(y, da);
     // From the output layer down.
     backward_layer<W, KIN>(base, smem, im, D, D, da, acc, ha, at);
-    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    store_activation(ha, smem + im.delta(D - 1), at);
     for (uint32_t l = D - 1; l >= 1; --l) {
         backward_layer<W, KIN>(base, smem, im, l, D, ha, acc, ha, at);
-        store_activation<W>(ha, smem + im.delta(l - 1), at);
+        store_activation(ha, smem + im.delta(l - 1), at);
     }
     input_gradient<W, KIN>(p, base, im, ha, rs, din_bad);
 }
@@ -804,20 +834,20 @@ __device__ __forceinline__ void tile_in_place(const KernelArgs& p, uint8_t* smem
     block_sync_images();
     output_layer_gradient<W, KIN>(p, base, im, to);  // reads h_{D-1}
     block_sync_images();
-    store_activation<W>(ha, smem + im.delta(D - 1), at);
+    store_activation(ha, smem + im.delta(D - 1), at);
     for (uint32_t l = D - 1; l >= 1; --l) {
         backward_layer<W, KIN>(base, smem, im, l, D, ha, acc, ha, at);  // delta_{l-1}
         block_sync_images();
         hidden_layer_gradient<W, KIN>(p, base, im, l, to);  // reads delta_l and h_{l-1}
         block_sync_images();
-        store_activation<W>(ha, smem + im.delta(l - 1), at);
+        store_activation(ha, smem + im.delta(l - 1), at);
     }
     input_gradient<W, KIN>(p, base, im, ha, rs, din_bad);
-    uint2 raw[KIN / 16][4];  // the next tile's input, converted after the last product
-    fetch_input_fragments<KIN>(p, next.row0, next.valid, rs.t, raw);
+    NextInput<KIN, true> in;  // the next tile's input, converted after the last product
+    in.start(p, next, xa);
     block_sync_images();
     input_layer_gradient<W, KIN>(p, base, im, to);  // reads delta_0 and x
-    convert_input_fragments<KIN>(p, raw, xa);
+    in.finish(p, xa);
 }
 
 // ---- The kernel ---------------------------------------------------------------------------
@@ -880,24 +910,16 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) fused_mlp_wgmma_train_ke
         prefetch_input_l2(p, tile + 2 * gridDim.x);
         if constexpr (IN_PLACE) {
             tile_in_place<W, KIN>(p, smem, im, rows_of(tile), rows_of(tile + gridDim.x), xa, loss_sum, din_bad, to);
-        } else if constexpr (MIN_BLOCKS == 1) {
+        } else {
             chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
             // The next tile's input loads overlap the weight-gradient
-            // products, and become fragments after them.
-            const RowState next = rows_of(tile + gridDim.x);
-            uint2 raw[KIN / 16][4];
-            fetch_input_fragments<KIN>(p, next.row0, next.valid, t, raw);
+            // products; with two blocks per SM (128 registers) there is no
+            // room for the raw input beside them, so it converts as it arrives.
+            NextInput<KIN, MIN_BLOCKS == 1> in;
+            in.start(p, rows_of(tile + gridDim.x), xa);
             block_sync_images();  // the images were written by ordinary stores
             weight_gradients<W, KIN>(p, smem, im, to);
-            convert_input_fragments<KIN>(p, raw, xa);
-        } else {
-            // Two blocks per SM (128 registers): no room for the raw input
-            // beside the products, so it is converted as it arrives.
-            chain<W, KIN>(p, smem, im, rows_of(tile), xa, loss_sum, din_bad);
-            const RowState next = rows_of(tile + gridDim.x);
-            load_input_fragments<KIN>(p, next.row0, next.valid, t, xa);
-            block_sync_images();
-            weight_gradients<W, KIN>(p, smem, im, to);
+            in.finish(p, xa);
         }
         // The next tile overwrites the images with ordinary stores after the
         // barrier at the loop's top; the wgmma that read them are complete

@@ -93,6 +93,10 @@ __host__ __device__ constexpr uint32_t slice_offset_of(const SliceAddressing& a,
     return a.base + uint32_t((i % 4) / 2) * 1024u + ((uint32_t((i / 4) % 8) ^ a.key) << 4) + 2u * uint32_t(i % 2);
 }
 
+// The stores and masks of wgmma_train (store_activation, apply_relu_mask)
+// take this addressing through register_offset.
+__host__ __device__ constexpr uint32_t register_offset(const SliceAddressing& a, int i) { return slice_offset_of(a, i); }
+
 // slice_offset_of agrees with slice_act_offset for every thread, slice and
 // register (static_assert in the .cu).
 template <int W>
@@ -164,53 +168,12 @@ FUSEDNGP_WGMMA_HD Operand split_gradient_b(uint32_t base, const SplitImages<W>& 
 
 // ---- Register <-> image helpers -------------------------------------------------------
 
-// The slice's fragments (a[j][r]: accumulator pair 8j + 2r) into an image.
-FUSEDNGP_WGMMA_HD void store_slice(const uint32_t (&a)[kSlice / 16][4], uint8_t* image, const SliceAddressing& at) {
-FUSEDNGP_UNROLL
-    for (int j = 0; j < kSlice / 16; ++j)
-FUSEDNGP_UNROLL
-        for (int r = 0; r < 4; ++r) wgmma_train::store_u32(image, slice_offset_of(at, 8 * j + 2 * r), a[j][r]);
-}
-
-// acc *= [h > 0] at this thread's own slice positions (it wrote them).
-FUSEDNGP_WGMMA_HD void apply_slice_relu_mask(float (&acc)[kSlice / 2], const uint8_t* h_image, const SliceAddressing& at) {
-FUSEDNGP_UNROLL
-    for (int i = 0; i < kSlice / 2; i += 2) {
-        const __half2 h = *reinterpret_cast<const __half2*>(h_image + slice_offset_of(at, i));
-        acc[i] *= __low2float(h) > 0.f ? 1.f : 0.f;
-        acc[i + 1] *= __high2float(h) > 0.f ? 1.f : 0.f;
-    }
-}
-
-// dL/dinput's columns (KIN/2) g.. = acc / loss_scale, inside the batch and n_in.
-template <int KIN>
-FUSEDNGP_WGMMA_HD void store_input_gradient_slice(const KernelArgs& p, const float (&acc)[KIN / 4], const RowState& rs,
-                                                  bool& bad) {
-    const uint32_t n_in = p.shape.n_in;
-    for (int i = 0; i < KIN / 4; ++i) {
-        const RowCol pos = accumulator_position(rs.t, i);
-        const uint32_t col = uint32_t(KIN / 2 * rs.g + pos.col);
-        if (pos.row >= rs.valid || col >= n_in) continue;
-        const float v = acc[i] * p.inv_loss_scale;
-        p.din[size_t(rs.row0 + pos.row) * n_in + col] = v;
-        bad |= !isfinite(v);
-    }
-}
-
 // ---- Products ------------------------------------------------------------------------
 
-// acc = A * B, both in shared memory, STEPS k16 steps; returns after the commit.
+// acc = A * B, both in shared memory, STEPS k16 steps, waited for.
 template <int TRANS_A, int TRANS_B, int STEPS, int NREG>
-__device__ __forceinline__ void issue_ss_steps(float (&acc)[NREG], const Operand& a, const Operand& b) {
-    wgmma_fence();
-FUSEDNGP_UNROLL
-    for (int s = 0; s < STEPS; ++s) wgmma_ss<TRANS_A, TRANS_B>(acc, at_step<TRANS_A>(a, s), at_step<TRANS_B>(b, s), s > 0);
-    wgmma_commit();
-}
-// The same, waited for.
-template <int TRANS_A, int TRANS_B, int STEPS, int NREG>
-__device__ __forceinline__ void product_ss_steps(float (&acc)[NREG], const Operand& a, const Operand& b) {
-    issue_ss_steps<TRANS_A, TRANS_B, STEPS>(acc, a, b);
+__device__ __forceinline__ void product_ss(float (&acc)[NREG], const Operand& a, const Operand& b) {
+    wgmma_train::issue_ss<TRANS_A, TRANS_B, STEPS>(acc, a, b);
     wgmma_wait<0>();
     pin_registers(acc);
 }
@@ -233,16 +196,16 @@ __device__ __forceinline__ void split_forward(const KernelArgs& p, uint8_t* smem
     uint32_t hf[kSlice / 16][4];
     wgmma_train::product_rs<0>(acc, xa, split_forward_weight<W, KIN>(base, im, 0, D, rs.g));
     wgmma_train::relu_to_fragments(acc, hf);
-    store_slice(hf, smem + im.slot(0), at);
+    wgmma_train::store_activation(hf, smem + im.slot(0), at);
     wgmma_train::block_sync_images();
     for (uint32_t l = 1; l < D; ++l) {
-        product_ss_steps<0, 0, W / 16>(acc, split_activation_a<W>(base, im, l - 1), split_forward_weight<W, KIN>(base, im, l, D, rs.g));
+        product_ss<0, 0, W / 16>(acc, split_activation_a<W>(base, im, l - 1), split_forward_weight<W, KIN>(base, im, l, D, rs.g));
         wgmma_train::relu_to_fragments(acc, hf);
-        store_slice(hf, smem + im.slot(l), at);
+        wgmma_train::store_activation(hf, smem + im.slot(l), at);
         wgmma_train::block_sync_images();
     }
     float y[8];
-    product_ss_steps<0, 0, W / 16>(y, split_activation_a<W>(base, im, D - 1), split_forward_weight<W, KIN>(base, im, D, D, rs.g));
+    product_ss<0, 0, W / 16>(y, split_activation_a<W>(base, im, D - 1), split_forward_weight<W, KIN>(base, im, D, D, rs.g));
     wgmma_train::output_loss(p, y, loss_in, rs.row0, rs.valid, rs.t, loss_sum, rs.g == 0);
     if (rs.g == 0) wgmma_train::store_output_delta_image<kRows>(y, smem + im.L.d_out, 0, rs.t);
     accumulators_to_a_fragments(y, da);
@@ -266,41 +229,38 @@ __device__ __forceinline__ void split_backward(const KernelArgs& p, uint8_t* sme
     // warpgroup's own) and (dL/dy)^T, after the barrier that ends every read
     // of h_{D-1} by the y products.
     wgmma_train::product_rs<1>(acc, da, split_backward_weight<W>(base, im, D, D, rs.g));
-    apply_slice_relu_mask(acc, smem + im.slot(D - 1), at);
+    wgmma_train::apply_relu_mask(acc, smem + im.slot(D - 1), at);
     accumulators_to_a_fragments(acc, hf);
     wgmma_train::block_sync_images();
     {
         float dw[kOutPad / 2];
-        issue_ss_steps<1, 0, kRowSteps>(dw, split_gradient_a<W>(base, im, D, D, rs.g), split_gradient_b<W, KIN>(base, im, D, D));
+        wgmma_train::issue_ss<1, 0, kRowSteps>(dw, split_gradient_a<W>(base, im, D, D, rs.g), split_gradient_b<W, KIN>(base, im, D, D));
         wgmma_train::add_transposed_chunk_to_partial(dw, to.partial + padded_offset(s, D), W, kSlice * rs.g, rs.t, to.first_tile);
     }
-    store_slice(hf, smem + im.slot(D - 1), at);
+    wgmma_train::store_activation(hf, smem + im.slot(D - 1), at);
     for (uint32_t l = D - 1; l >= 1; --l) {
         wgmma_train::block_sync_images();  // delta_l whole in its image
-        product_ss_steps<0, 1, W / 16>(acc, split_activation_a<W>(base, im, l), split_backward_weight<W>(base, im, l, D, rs.g));
-        apply_slice_relu_mask(acc, smem + im.slot(l - 1), at);
+        product_ss<0, 1, W / 16>(acc, split_activation_a<W>(base, im, l), split_backward_weight<W>(base, im, l, D, rs.g));
+        wgmma_train::apply_relu_mask(acc, smem + im.slot(l - 1), at);
         accumulators_to_a_fragments(acc, hf);
         float dw[W / 2];
-        issue_ss_steps<1, 1, kRowSteps>(dw, split_gradient_a<W>(base, im, l, D, rs.g), split_gradient_b<W, KIN>(base, im, l, D));
+        wgmma_train::issue_ss<1, 1, kRowSteps>(dw, split_gradient_a<W>(base, im, l, D, rs.g), split_gradient_b<W, KIN>(base, im, l, D));
         wgmma_train::add_chunk_to_partial(dw, to.partial + padded_offset(s, l), W, kSlice * rs.g, W, rs.t, to.first_tile);
         wgmma_train::block_sync_images();  // every read of h_{l-1} and delta_l done
-        store_slice(hf, smem + im.slot(l - 1), at);
+        wgmma_train::store_activation(hf, smem + im.slot(l - 1), at);
     }
     wgmma_train::block_sync_images();  // delta_0 whole
     if (p.din != nullptr) {
         float din[KIN / 4];
-        product_ss_steps<0, 0, W / 16>(din, split_activation_a<W>(base, im, 0), split_input_gradient_weight<W, KIN>(base, im, rs.g));
-        store_input_gradient_slice<KIN>(p, din, rs, din_bad);
+        product_ss<0, 0, W / 16>(din, split_activation_a<W>(base, im, 0), split_input_gradient_weight<W, KIN>(base, im, rs.g));
+        wgmma_train::store_input_gradient(p, din, rs, din_bad, uint32_t(KIN / 2 * rs.g));
     }
-    uint2 raw[KIN / 16][4];
-    if constexpr (DEFER)
-        wgmma_train::fetch_input_fragments<KIN>(p, next.row0, next.valid, rs.t, raw);
-    else
-        wgmma_train::load_input_fragments<KIN>(p, next.row0, next.valid, rs.t, xa);
+    wgmma_train::NextInput<KIN, DEFER> in;
+    in.start(p, next, xa);
     float dw0[KIN / 2];
-    issue_ss_steps<1, 0, kRowSteps>(dw0, split_gradient_a<W>(base, im, 0, D, rs.g), split_gradient_b<W, KIN>(base, im, 0, D));
+    wgmma_train::issue_ss<1, 0, kRowSteps>(dw0, split_gradient_a<W>(base, im, 0, D, rs.g), split_gradient_b<W, KIN>(base, im, 0, D));
     wgmma_train::add_chunk_to_partial(dw0, to.partial + padded_offset(s, 0), s.n_in_pad, kSlice * rs.g, s.n_in_pad, rs.t, to.first_tile);
-    if constexpr (DEFER) wgmma_train::convert_input_fragments<KIN>(p, raw, xa);
+    in.finish(p, xa);
 }
 
 // Tiles round-robin over the blocks, as the other training kernels. Both

@@ -12,10 +12,9 @@ static_assert(wgmma_split::kRows == (int)kWgmmaSplitRows && wgmma_split::kThread
               "launch constants out of step with the kernel");
 static_assert(wgmma_split::slice_addressing_matches<128>(), "the slice addressing is wrong at W = 128");
 
-// Two blocks per SM where their shared memory fits (228 KB per SM, 1 KB of
-// it reserved per block): 1-2 hidden layers.
+// Two blocks per SM where their shared memory fits: 1-2 hidden layers.
 bool two_blocks_fit(const MlpShape& shape) {
-    return 2 * (wgmma_split_smem_bytes(shape) + 1024u) <= 228u * 1024u;
+    return 2 * (wgmma_split_smem_bytes(shape) + wgmma_train::kSmemReservedPerBlock) <= wgmma_train::kSmemPerSm;
 }
 
 const void* split_kernel_for(const MlpShape& shape) {

@@ -174,7 +174,7 @@ void emulate_forward(const KernelArgs& p, std::vector<uint8_t>& smem, const Imag
     auto forward_layer = [&](uint32_t l) {
         for (int t = 0; t < kT; ++t) {
             relu_to_fragments(th[t].acc, th[t].ha);
-            store_activation<W>(th[t].ha, base + im.h(l), act_addressing(g, t));
+            store_activation(th[t].ha, base + im.h(l), act_addressing(g, t));
         }
     };
     emulate_rs<W / 2, KIN / 16, 0>(smem, acc, [&](int t) -> uint32_t(&)[KIN / 16][4] { return th[t].xa; },
@@ -207,14 +207,14 @@ void emulate_backward_layer(const std::vector<uint8_t>& smem, const Images<W>& i
         emulate_rs<W / 2, W / 16, 1>(smem, acc, [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; },
                                       backward_weight<W, KIN>(0, im, l, D));
     for (int t = 0; t < kT; ++t) {
-        apply_relu_mask<W>(th[t].acc, smem.data() + im.h(l - 1), act_addressing(g, t));
+        apply_relu_mask(th[t].acc, smem.data() + im.h(l - 1), act_addressing(g, t));
         accumulators_to_a_fragments(th[t].acc, th[t].ha);
     }
 }
 
 template <int W, int KIN>
 void emulate_store_delta(std::vector<uint8_t>& smem, const Images<W>& im, uint32_t l, int g, WarpgroupRegs<W, KIN>& th) {
-    for (int t = 0; t < kT; ++t) store_activation<W>(th[t].ha, smem.data() + im.delta(l), act_addressing(g, t));
+    for (int t = 0; t < kT; ++t) store_activation(th[t].ha, smem.data() + im.delta(l), act_addressing(g, t));
 }
 
 // input_gradient(): dL/dinput from delta_0 in ha.
@@ -225,7 +225,7 @@ void emulate_input_gradient(const KernelArgs& p, const std::vector<uint8_t>& sme
     emulate_rs<KIN / 2, W / 16, 0>(smem, [&](int t) -> float(&)[KIN / 2] { return th[t].din; },
                                     [&](int t) -> uint32_t(&)[W / 16][4] { return th[t].ha; },
                                     backward_weight<W, KIN>(0, im, 0, p.shape.n_hidden));
-    for (int t = 0; t < kT; ++t) store_input_gradient<KIN>(p, th[t].din, rows_of(p, tile, g, t), din_bad);
+    for (int t = 0; t < kT; ++t) store_input_gradient(p, th[t].din, rows_of(p, tile, g, t), din_bad);
 }
 
 // chain() for warpgroup g, step by step.
@@ -399,11 +399,11 @@ void emulate_split_tile(const KernelArgs& p, std::vector<uint8_t>& smem, const s
     };
     auto acc = [&](int g) { return [&th, g](int t) -> float(&)[split::kSlice / 2] { return th[g][t].acc; }; };
     auto hf_to_image = [&](int g, uint32_t slot) {
-        for (int t = 0; t < kT; ++t) split::store_slice(th[g][t].hf, base + slot, split::slice_addressing(g, t));
+        for (int t = 0; t < kT; ++t) store_activation(th[g][t].hf, base + slot, split::slice_addressing(g, t));
     };
     auto masked_delta = [&](int g, uint32_t h_slot) {
         for (int t = 0; t < kT; ++t) {
-            split::apply_slice_relu_mask(th[g][t].acc, base + h_slot, split::slice_addressing(g, t));
+            apply_relu_mask(th[g][t].acc, base + h_slot, split::slice_addressing(g, t));
             accumulators_to_a_fragments(th[g][t].acc, th[g][t].hf);
         }
     };
@@ -474,7 +474,7 @@ void emulate_split_tile(const KernelArgs& p, std::vector<uint8_t>& smem, const s
             emulate_ss_steps<KIN / 4, 0, 0, W / 16>(smem, [&](int t) -> float(&)[KIN / 4] { return th[g][t].din; },
                                                     split::split_activation_a<W>(0, im, 0),
                                                     split::split_input_gradient_weight<W, KIN>(0, im, g));
-            for (int t = 0; t < kT; ++t) split::store_input_gradient_slice<KIN>(p, th[g][t].din, rows(g, t), din_bad);
+            for (int t = 0; t < kT; ++t) store_input_gradient(p, th[g][t].din, rows(g, t), din_bad, uint32_t(KIN / 2 * g));
         }
         std::vector<Accumulators<KIN / 2>> dw0(kT);
         emulate_ss_steps<KIN / 2, 1, 0, split::kRowSteps>(smem, [&](int t) -> float(&)[KIN / 2] { return dw0[t].v; },
