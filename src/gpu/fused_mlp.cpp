@@ -424,8 +424,8 @@ static FusedMlp::PassPlan wgmma_pass_plan(int threads, uint32_t rows_per_tile, s
     return p;
 }
 
-bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning) {
-    return tuning.wgmma_train || kWgmmaTrainInPlaceByDefault || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
+bool wgmma_train_forced(const FusedMlpTuning& tuning) {
+    return tuning.wgmma_train || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
 }
 
 WgmmaSplit wgmma_split_choice(const FusedMlpTuning& tuning) {
@@ -454,9 +454,7 @@ bool FusedMlp::plan_wgmma_training(PassPlan& plan) const {
         if (finish_wgmma_plan(p, prepare_wgmma_split, plan)) return true;
     }
     if (!wgmma_train_requested(tuning_) || !wgmma_train_shape_supported(shape_)) return false;
-    const bool asked = tuning_.wgmma_train || env_equals("FUSEDNGP_WGMMA_TRAIN", "1");
-    if (!asked && !wgmma_train_wins_by_default(shape_)) return false;
-    if (wgmma_train_deltas_in_place(shape_) && !wgmma_train_in_place_requested(tuning_)) return false;
+    if (!wgmma_train_forced(tuning_) && !wgmma_train_wins_by_default(shape_)) return false;
     PassPlan p = wgmma_pass_plan(kWgmmaTrainThreads, kWgmmaTrainRows, wgmma_train_smem_bytes(shape_));
     p.wgmma = true;
     return finish_wgmma_plan(p, prepare_wgmma_train, plan);
@@ -557,8 +555,7 @@ void FusedMlp::set_loss_scale(float scale) {
 }
 
 uint32_t FusedMlp::rows_per_tile_for(uint32_t batch, const PassPlan& plan) const {
-    if (plan.wgmma) return plan.wgmma_split ? kWgmmaSplitRows : kWgmmaTrainRows;  // the kernels' fixed tiles
-    if (plan.wgmma_inference) return kWgmmaInferenceRows;
+    if (plan.wgmma || plan.wgmma_inference) return plan.rows_per_tile;  // the kernels' fixed tiles
     if (!tuning_.fill_gpu || tuning_.rows_per_tile != 0) return plan.rows_per_tile;
     // The smallest whole number of warp slabs that gives each resident block
     // at most one tile; never more than the plan's tile.

@@ -151,13 +151,10 @@ struct FusedMlpTuning {
 // FUSEDNGP_WGMMA_TRAIN=0 is set (an A/B and escape knob).
 bool wgmma_train_requested(const FusedMlpTuning& tuning);
 
-// The depths that take the kernel with deltas in place (W = 128 at 3 hidden
-// layers, W = 64 from 6, or 5 with n_in > 32): planned by default
-// (kWgmmaTrainInPlaceByDefault; H100, e237f83: 2.1-2.2x the block-tile kernel
-// at W = 128 x 3, 2.3-2.6x at W = 64 x 6 and 8), or with tuning.wgmma_train
-// or FUSEDNGP_WGMMA_TRAIN=1 if it is unset.
-constexpr bool kWgmmaTrainInPlaceByDefault = true;
-bool wgmma_train_in_place_requested(const FusedMlpTuning& tuning);
+// Whether the tuning or the environment asks for the wgmma training kernel
+// wherever it applies (tuning.wgmma_train, FUSEDNGP_WGMMA_TRAIN=1), also
+// where another kernel measured faster (wgmma_train_wins_by_default).
+bool wgmma_train_forced(const FusedMlpTuning& tuning);
 
 // Where an object with this tuning plans the column-split wgmma training
 // kernel: never when the tuning forces the tile or warp training kernel;
@@ -171,8 +168,9 @@ WgmmaSplit wgmma_split_choice(const FusedMlpTuning& tuning);
 
 // W = 128 with one hidden layer trains faster on the block-tile kernel than on
 // the 128-row wgmma kernel (H100, e237f83: 1.04-1.15x at 2^16-2^20), so the
-// wgmma kernel is planned there only on request (tuning.wgmma_train or
-// FUSEDNGP_WGMMA_TRAIN=1).
+// wgmma kernel is planned there only when forced (wgmma_train_forced). The
+// depths that take it with deltas in place (W = 128 at 3 hidden layers, W =
+// 64 from 6, or 5 with n_in > 32) measured 2.1-2.6x the kernels they replace.
 bool wgmma_train_wins_by_default(const MlpShape& shape);
 
 // Whether an object of this shape and tuning plans the wgmma inference

@@ -335,25 +335,27 @@ TEST(WgmmaTrainSelection, OneHiddenLayerAtW128TakesTheTileKernel) {
     EXPECT_TRUE(FusedMlp(one, automatic).training_plan_for(1u << 16).wgmma);
 }
 
-// The depths with deltas in place: planned by default as
-// kWgmmaTrainInPlaceByDefault says (measured faster), else on request (the
-// tuning, or FUSEDNGP_WGMMA_TRAIN=1). Host logic, then the plan on a Hopper device.
-TEST(WgmmaTrainSelection, InPlaceDepthsByDefaultOrOnRequest) {
+// The depths with deltas in place are planned as the others are: by
+// default, off with FUSEDNGP_WGMMA_TRAIN=0. wgmma_train_forced: the tuning or
+// FUSEDNGP_WGMMA_TRAIN=1. Host logic, then the plan on a Hopper device.
+TEST(WgmmaTrainSelection, InPlaceDepthsByDefault) {
     test::ScopedEnv unset("FUSEDNGP_WGMMA_TRAIN", nullptr);
     FusedMlpTuning automatic, forced;
     forced.wgmma_train = true;
-    EXPECT_EQ(wgmma_train_in_place_requested(automatic), kWgmmaTrainInPlaceByDefault);
-    EXPECT_TRUE(wgmma_train_in_place_requested(forced));
+    EXPECT_FALSE(wgmma_train_forced(automatic));
+    EXPECT_TRUE(wgmma_train_forced(forced));
     {
         test::ScopedEnv on("FUSEDNGP_WGMMA_TRAIN", "1");
-        EXPECT_TRUE(wgmma_train_in_place_requested(automatic));
+        EXPECT_TRUE(wgmma_train_forced(automatic));
     }
     if (!hopper_device()) GTEST_SKIP() << "the plans need a compute capability 9.0 device";
     const FusedMlpConfig deep{32, 16, 128, 3, Activation::ReLU, Activation::None};
     const FusedMlpConfig shallow{32, 16, 128, 2, Activation::ReLU, Activation::None};
-    EXPECT_EQ(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma, kWgmmaTrainInPlaceByDefault);
+    EXPECT_TRUE(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma);
     EXPECT_TRUE(FusedMlp(deep, forced).training_plan_for(1u << 16).wgmma);
     EXPECT_TRUE(FusedMlp(shallow, automatic).training_plan_for(1u << 16).wgmma);
+    test::ScopedEnv off("FUSEDNGP_WGMMA_TRAIN", "0");
+    EXPECT_FALSE(FusedMlp(deep, automatic).training_plan_for(1u << 16).wgmma);
 }
 
 // The kernel's shared memory at the supported depths fits the H200's 227 KB
