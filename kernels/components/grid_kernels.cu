@@ -335,6 +335,29 @@ __device__ inline void load_level_dout(ConstDeviceRows dout, uint32_t sample, ui
     for (int f = 0; f < F; ++f) gy[f] = row[f];
 }
 
+// Corners k and k + 1 of one cell (they differ along x only) += v0, v1:
+// weights w0, w1 (or sums of weights: never negative) say which corners got
+// anything. A zero weight adds (+-)0: skipping it leaves the sum unchanged,
+// keeps untouched rows exactly zero (Adam skips those) and saves most atomics
+// for Nearest.
+template <int D, int F>
+__device__ inline void add_corner_pair(const GridLevelInfo& level, float* level_grad, const uint32_t (&vertex0)[D],
+                                       const uint32_t (&vertex1)[D], float w0, float w1, const float (&v0)[F],
+                                       const float (&v1)[F], uint32_t vector_width, bool pairs) {
+    if (w0 == 0.f && w1 == 0.f) return;
+    const uint32_t row0 = vertex_row<D>(level, vertex0), row1 = vertex_row<D>(level, vertex1);
+    // Consecutive rows (dense: x + 1; hashed: x ^ 1 for even x, as the
+    // hash keeps x unmultiplied) starting at an even row: one atomic.
+    // A zero-weight partner adds +-0, which changes no sum and leaves an
+    // otherwise untouched row exactly zero.
+    if (pairs && row1 == row0 + 1 && (row0 & 1u) == 0) {
+        atomic_add_row_pair<F>(level_grad + (size_t)row0 * F, v0, v1);
+        return;
+    }
+    if (w0 != 0.f) atomic_add_features<F>(level_grad + (size_t)row0 * F, v0, vector_width);
+    if (w1 != 0.f) atomic_add_features<F>(level_grad + (size_t)row1 * F, v1, vector_width);
+}
+
 // One sample's contribution to level l, straight into the global gradient.
 template <int D, int F>
 __device__ inline void add_sample_gradient(const GridShape& shape, uint32_t l, uint32_t sample, ConstDeviceRows in,
@@ -350,34 +373,110 @@ __device__ inline void add_sample_gradient(const GridShape& shape, uint32_t l, u
     float* level_grad = dparams + level.param_offset;
     const uint32_t vector_width = gradient_vector_width<F>(level_grad);
     const bool pairs = row_pairs_allowed<F>(shape, level_grad);
-    // Corners k and k + 1 differ along x only.
 #pragma unroll
     for (int k = 0; k < (1 << D); k += 2) {
         uint32_t vertex0[D], vertex1[D];
         const float weight0 = corner_weight<D>(cell, k, vertex0);
         const float weight1 = corner_weight<D>(cell, k + 1, vertex1);
-        // A zero weight adds (+-)0: skipping it leaves the sum unchanged,
-        // keeps untouched rows exactly zero (Adam skips those) and saves most
-        // atomics for Nearest.
-        if (weight0 == 0.f && weight1 == 0.f) continue;
-        const uint32_t row0 = vertex_row<D>(level, vertex0), row1 = vertex_row<D>(level, vertex1);
         float v0[F], v1[F];
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             v0[f] = weight0 * gy[f];
             v1[f] = weight1 * gy[f];
         }
-        // Consecutive rows (dense: x + 1; hashed: x ^ 1 for even x, as the
-        // hash keeps x unmultiplied) starting at an even row: one atomic.
-        // A zero-weight partner adds +-0, which changes no sum and leaves an
-        // otherwise untouched row exactly zero.
-        if (pairs && row1 == row0 + 1 && (row0 & 1u) == 0) {
-            atomic_add_row_pair<F>(level_grad + (size_t)row0 * F, v0, v1);
-            continue;
-        }
-        if (weight0 != 0.f) atomic_add_features<F>(level_grad + (size_t)row0 * F, v0, vector_width);
-        if (weight1 != 0.f) atomic_add_features<F>(level_grad + (size_t)row1 * F, v1, vector_width);
+        add_corner_pair<D, F>(level, level_grad, vertex0, vertex1, weight0, weight1, v0, v1, vector_width, pairs);
     }
+}
+
+// ---- sample runs (GridKernelConfig::gradient_sample_run) ----------------------
+// Where consecutive samples lie close together (NeRF's, ray by ray, a
+// minimum step apart), most of them fall in the cell of the sample before at
+// all but the finest levels. A thread then takes a run of consecutive samples
+// at one level and sums their corner contributions in registers while the
+// cell stays the same: one set of atomics per cell visited instead of one per
+// sample. The gradient is bound by L2 atomics, and most of all by same-address
+// ones, which lanes whose samples share a cell issue at once.
+
+// The corner sums of the cell a run is in.
+template <int D, int F>
+struct CellSums {
+    uint32_t lower[D];
+    float v[1 << D][F];
+    float w[1 << D];  // the corner's weights summed: zero only where every weight was
+};
+
+template <int D, int F>
+__device__ inline void open_cell(const DeviceCell<D>& cell, CellSums<D, F>& sums) {
+#pragma unroll
+    for (int i = 0; i < D; ++i) sums.lower[i] = cell.lower[i];
+#pragma unroll
+    for (int k = 0; k < (1 << D); ++k) {
+        sums.w[k] = 0.f;
+#pragma unroll
+        for (int f = 0; f < F; ++f) sums.v[k][f] = 0.f;
+    }
+}
+
+template <int D, int F>
+__device__ inline void flush_cell(const GridLevelInfo& level, const CellSums<D, F>& sums, float* level_grad,
+                                  uint32_t vector_width, bool pairs) {
+#pragma unroll
+    for (int k = 0; k < (1 << D); k += 2) {
+        uint32_t vertex0[D], vertex1[D];
+#pragma unroll
+        for (int i = 0; i < D; ++i) {
+            vertex0[i] = sums.lower[i] + (uint32_t)((k >> i) & 1);
+            vertex1[i] = sums.lower[i] + (uint32_t)(((k + 1) >> i) & 1);
+        }
+        add_corner_pair<D, F>(level, level_grad, vertex0, vertex1, sums.w[k], sums.w[k + 1], sums.v[k], sums.v[k + 1],
+                              vector_width, pairs);
+    }
+}
+
+// Samples [first, end) of level l, in order, into the global gradient.
+template <int D, int F>
+__device__ void add_sample_run_gradient(const GridShape& shape, uint32_t l, uint32_t first, uint32_t end,
+                                        ConstDeviceRows in, ConstDeviceRows dout, float* dparams) {
+    const GridLevelInfo level = shape.levels[l];
+    float* level_grad = dparams + level.param_offset;
+    const uint32_t vector_width = gradient_vector_width<F>(level_grad);
+    const bool pairs = row_pairs_allowed<F>(shape, level_grad);
+    CellSums<D, F> sums;
+    bool open = false;
+    // The next sample's loads are issued before this one's atomics.
+    float x[D], gy[F];
+    load_input<D>(in, first, x);
+    load_level_dout<F>(dout, first, l, gy);
+    for (uint32_t s = first; s < end; ++s) {
+        float next_x[D] = {}, next_gy[F] = {};
+        if (s + 1 < end) {
+            load_input<D>(in, s + 1, next_x);
+            load_level_dout<F>(dout, s + 1, l, next_gy);
+        }
+        DeviceCell<D> cell;
+        locate_cell<D>(x, level.scale, shape.weights, cell);
+        bool same = open;
+#pragma unroll
+        for (int i = 0; i < D; ++i) same = same && cell.lower[i] == sums.lower[i];
+        if (!same) {
+            if (open) flush_cell<D, F>(level, sums, level_grad, vector_width, pairs);
+            open_cell<D, F>(cell, sums);
+            open = true;
+        }
+#pragma unroll
+        for (int k = 0; k < (1 << D); ++k) {
+            uint32_t vertex[D];
+            const float weight = corner_weight<D>(cell, k, vertex);
+            sums.w[k] += weight;
+#pragma unroll
+            for (int f = 0; f < F; ++f) sums.v[k][f] += weight * gy[f];
+        }
+#pragma unroll
+        for (int i = 0; i < D; ++i) x[i] = next_x[i];
+#pragma unroll
+        for (int f = 0; f < F; ++f) gy[f] = next_gy[f];
+    }
+    if (open) flush_cell<D, F>(level, sums, level_grad, vector_width, pairs);
 }
 
 // ---- warp aggregation (GridKernelConfig::gradient_warp_aggregate_shared) ----------
@@ -603,9 +702,10 @@ struct GradientPlan {
 };
 
 // Aggregated: the kernel with the warp-aggregated shared-level path
-// (gradient_warp_aggregate_shared), a separate instantiation because it takes
+// (gradient_warp_aggregate_shared); Runs: the global levels in sample runs
+// (gradient_sample_run > 1). Separate instantiations because each takes
 // registers (the plain kernel: 32, four 512-thread blocks per SM).
-template <int D, int F, bool Aggregated>
+template <int D, int F, bool Aggregated, bool Runs>
 __global__ void __launch_bounds__(kGridGradientThreads)
     grid_param_gradient_kernel(GridShape shape, const __grid_constant__ GradientPlan plan, ConstDeviceRows in,
                                ConstDeviceRows dout, float* __restrict__ dparams, uint32_t batch) {
@@ -636,6 +736,13 @@ __global__ void __launch_bounds__(kGridGradientThreads)
             begin + segment.samples_per_block < batch ? begin + segment.samples_per_block : batch;
         add_chunk_gradient_shared<D, F, Aggregated>(shape, segment.level, begin, end, in, dout, dparams,
                                                     reinterpret_cast<float*>(shared_raw));
+    } else if constexpr (Runs) {
+        const unsigned long long run = shape.config.gradient_sample_run;
+        const unsigned long long first = begin + threadIdx.x * run;
+        if (first < batch) {
+            add_sample_run_gradient<D, F>(shape, segment.level, (uint32_t)first,
+                                          (uint32_t)(first + run < batch ? first + run : batch), in, dout, dparams);
+        }
     } else {
         const unsigned long long sample = begin + threadIdx.x;
         if (sample < batch) add_sample_gradient<D, F>(shape, segment.level, (uint32_t)sample, in, dout, dparams);
@@ -711,11 +818,15 @@ void dispatch_grid_shape(const GridShape& shape, Fn&& fn) {
     }
 }
 
-// The plain kernel, or the one with the warp-aggregated shared-level path.
+// The kernel for the config: with or without the warp-aggregated
+// shared-level path and the sample runs of the global levels.
 template <int D, int F>
-auto gradient_kernel(bool aggregated) {
-    return aggregated ? grid_param_gradient_kernel<D, F, true> : grid_param_gradient_kernel<D, F, false>;
+auto gradient_kernel(bool aggregated, bool runs) {
+    if (runs) return aggregated ? grid_param_gradient_kernel<D, F, true, true> : grid_param_gradient_kernel<D, F, false, true>;
+    return aggregated ? grid_param_gradient_kernel<D, F, true, false> : grid_param_gradient_kernel<D, F, false, false>;
 }
+
+bool sample_runs(const GridKernelConfig& config) { return config.gradient_sample_run > 1; }
 
 // Widest vector store (4, 2 or 1 floats) for rows of F floats at base + i * stride.
 uint32_t row_vector_width(const float* base, size_t stride, uint32_t n_features) {
@@ -795,11 +906,13 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     for (uint32_t i = 0; i < n_global; ++i) {
         global_bytes += (size_t)shape.host_levels[global_levels[i]].rows * shape.n_features * sizeof(float);
     }
-    const bool interleave = config.gradient_interleave_levels && n_global > 0 &&
+    // Sample runs follow each thread's samples at one level: level-major only.
+    const bool interleave = config.gradient_interleave_levels && !sample_runs(config) && n_global > 0 &&
                             global_levels[n_global - 1] - global_levels[0] + 1 == n_global &&
                             global_bytes <= config.gradient_interleave_max_bytes;
     if (!interleave) {
-        for (uint32_t i = 0; i < n_global; ++i) add_segment(global_levels[i], kGridGradientThreads, false);
+        const uint32_t per_block = kGridGradientThreads * (sample_runs(config) ? config.gradient_sample_run : 1u);
+        for (uint32_t i = 0; i < n_global; ++i) add_segment(global_levels[i], per_block, false);
     }
     plan.interleave_first_block = (uint32_t)blocks;
     if (interleave) {
@@ -809,7 +922,8 @@ void param_gradient_launch(const GridShape& shape, uint32_t first, uint32_t coun
     }
     if (blocks == 0) return;
     dispatch_grid_shape(shape, [&](auto dims, auto features) {
-        gradient_kernel<decltype(dims)::value, decltype(features)::value>(config.gradient_warp_aggregate_shared)
+        gradient_kernel<decltype(dims)::value, decltype(features)::value>(config.gradient_warp_aggregate_shared,
+                                                                          sample_runs(config))
             <<<(unsigned int)blocks, kGridGradientThreads, shared_bytes, stream>>>(shape, plan, in, dout, dparams,
                                                                                   batch);
     });
@@ -865,15 +979,17 @@ GridKernelConfig prepare_grid_gradient_kernel(const GridShape& shape) {
     dispatch_grid_shape(shape, [&](auto dims, auto features) {
         // The attribute is the kernel's (shared by every grid of this n_dims
         // and n_features): always the device maximum, so no encoding lowers
-        // another's limit. Both kernels (plain and warp-aggregated).
+        // another's limit. All four kernels (gradient_kernel).
         for (bool aggregated : {false, true}) {
-            FUSEDNGP_GPU_CHECK(cudaFuncSetAttribute(
-                gradient_kernel<decltype(dims)::value, decltype(features)::value>(aggregated),
-                cudaFuncAttributeMaxDynamicSharedMemorySize, per_block));
+            for (bool runs : {false, true}) {
+                FUSEDNGP_GPU_CHECK(cudaFuncSetAttribute(
+                    gradient_kernel<decltype(dims)::value, decltype(features)::value>(aggregated, runs),
+                    cudaFuncAttributeMaxDynamicSharedMemorySize, per_block));
+            }
         }
         // Blocks per SM without shared memory (threads and registers) of the kernel this config runs.
         const auto kernel = gradient_kernel<decltype(dims)::value, decltype(features)::value>(
-            shape.config.gradient_warp_aggregate_shared);
+            shape.config.gradient_warp_aggregate_shared, sample_runs(shape.config));
         FUSEDNGP_GPU_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kGridGradientThreads, 0));
     });

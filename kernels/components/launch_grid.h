@@ -43,6 +43,9 @@ struct GridKernelConfig {
     // Shared-memory levels: a warp first sums its lanes' contributions to the
     // same row, one shared atomic per distinct row.
     bool gradient_warp_aggregate_shared = false;
+    // Global-atomic levels: samples per thread, taken in order at one level
+    // (1: one sample per thread).
+    uint32_t gradient_sample_run = 1;
 };
 
 struct GridShape {

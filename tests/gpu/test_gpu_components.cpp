@@ -370,6 +370,25 @@ std::vector<GridKernelCase> warp_aggregate_cases() {
             {"WarpAggregateAllShared", all_shared}};
 }
 
+// Sample runs of the global levels (gradient_sample_run): runs that end
+// inside a block and at the batch's end, with and without the shared levels.
+std::vector<GridKernelCase> sample_run_cases() {
+    // The default shared levels; the global ones in runs of 8.
+    GridKernelOptions runs;
+    runs.gradient_sample_run = 8;
+    // Every level global, runs of 3 (blocks of 1536 samples), no corner pairs.
+    GridKernelOptions odd_runs;
+    odd_runs.gradient_sample_run = 3;
+    odd_runs.gradient_smem_bytes = 0;
+    odd_runs.gradient_pair_corners = false;
+    // The NeRF density grid's choices with the longest runs.
+    GridKernelOptions long_runs;
+    long_runs.gradient_sample_run = 64;
+    long_runs.gradient_warp_aggregate_shared = true;
+    long_runs.forward_chunk_loads = false;
+    return {{"SampleRuns", runs}, {"OddSampleRunsAllGlobalNoPairs", odd_runs}, {"LongSampleRunsAggregated", long_runs}};
+}
+
 std::vector<GridKernelCase> grid_kernel_cases() {
     // The kernels before shared-memory aggregation: one level per block,
     // global atomics for every level.
@@ -409,6 +428,7 @@ std::vector<GridKernelCase> grid_kernel_cases() {
                                          {"LongSharedChunks", long_chunks},
                                          {"LevelMajorWithShared", level_major_shared}};
     for (const GridKernelCase& c : warp_aggregate_cases()) cases.push_back(c);
+    for (const GridKernelCase& c : sample_run_cases()) cases.push_back(c);
     return cases;
 }
 
@@ -504,20 +524,33 @@ TEST_F(GpuTest, GridImageFitShapeMatchesCpuOnEveryPath) {
 }
 
 // Inputs where a warp's lanes share rows, for the warp-aggregated paths.
-enum class Coherence { OnePoint, TiledStrata, Clusters };
+enum class Coherence { OnePoint, TiledStrata, Clusters, Rays };
 
 // OnePoint: every sample at one point (all lanes add to the same rows: the
 // worst case for the reduction). TiledStrata: the image sampler's tiled order
 // (stratum_at, side = strata_side(batch), jittered, snapped to the pixel
 // centres of a 1024 x 1024 image; 3D: z constant per warp). Clusters: each
 // warp's 32 samples in a box of side 1e-3..1e-1 around a random centre (the
-// last warp partial), some outside [0, 1] (clamped).
+// last warp partial), some outside [0, 1] (clamped). Rays: NeRF's order, rays
+// of 1..96 samples 1/512 apart in a random direction from a random start.
 Matrix<float> coherent_inputs(uint32_t batch, uint32_t dims, Coherence kind, uint64_t seed) {
     Rng rng(seed);
     Matrix<float> in(batch, dims);
     const StrataOrder order = make_strata_order(strata_side(batch), SampleOrder::Tiled);
     float centre[3] = {}, size = 0;
+    float ray_point[3] = {}, ray_step[3] = {};
+    uint32_t ray_left = 0;
     for (uint32_t i = 0; i < batch; ++i) {
+        if (kind == Coherence::Rays && ray_left == 0) {
+            ray_left = 1 + (uint32_t)rng.uniform<float>(0.f, 95.99f);
+            float norm = 0;
+            for (uint32_t d = 0; d < 3; ++d) {
+                ray_point[d] = rng.uniform<float>(0.f, 1.f);
+                ray_step[d] = rng.uniform<float>(-1.f, 1.f);
+                norm += ray_step[d] * ray_step[d];
+            }
+            for (float& v : ray_step) v /= std::sqrt(std::max(norm, 1e-12f)) * 512.f;
+        }
         if (i % 32 == 0) {
             for (float& c : centre) c = rng.uniform<float>(-0.02f, 1.02f);
             size = std::pow(10.f, rng.uniform<float>(-3.f, -1.f));
@@ -525,6 +558,7 @@ Matrix<float> coherent_inputs(uint32_t batch, uint32_t dims, Coherence kind, uin
         for (uint32_t d = 0; d < dims; ++d) {
             switch (kind) {
                 case Coherence::OnePoint: in(i, d) = 0.3712f + 0.1f * (float)d; break;
+                case Coherence::Rays: in(i, d) = ray_point[d]; break;
                 case Coherence::Clusters: in(i, d) = centre[d] + size * rng.uniform<float>(0.f, 1.f); break;
                 case Coherence::TiledStrata: {
                     const uint32_t side = order.side;
@@ -540,6 +574,10 @@ Matrix<float> coherent_inputs(uint32_t batch, uint32_t dims, Coherence kind, uin
                 }
             }
         }
+        if (kind == Coherence::Rays) {
+            for (uint32_t d = 0; d < 3; ++d) ray_point[d] += ray_step[d];
+            --ray_left;
+        }
     }
     return in;
 }
@@ -547,12 +585,12 @@ Matrix<float> coherent_inputs(uint32_t batch, uint32_t dims, Coherence kind, uin
 // The same grids and paths on coherent inputs (its own fixture: not part of AllPaths).
 class GpuGridCoherentInputTest : public GpuGridKernelPathTest {};
 
-// Every warp-aggregated path against the CPU on coherent inputs, batches 1,
+// Every warp-aggregated and sample-run path against the CPU on coherent inputs, batches 1,
 // 127 and 100003 (partial warps, many groups), within the usual tolerance.
 TEST_P(GpuGridCoherentInputTest, MatchesCpu) {
     bind_grid(33);
     const uint32_t dims = (uint32_t)std::get<3>(GetParam());
-    for (Coherence kind : {Coherence::OnePoint, Coherence::TiledStrata, Coherence::Clusters}) {
+    for (Coherence kind : {Coherence::OnePoint, Coherence::TiledStrata, Coherence::Clusters, Coherence::Rays}) {
         SCOPED_TRACE("coherence " + std::to_string((int)kind));
         for (uint32_t batch : {1u, 127u, large_batch(100003u)}) {
             expect_encoding_matches_cpu_on(*enc_.cpu, *enc_.gpu, params_, coherent_inputs(batch, dims, kind, 700 + batch),
@@ -564,10 +602,11 @@ TEST_P(GpuGridCoherentInputTest, MatchesCpu) {
 std::vector<GridKernelCase> coherent_cases() {
     std::vector<GridKernelCase> cases = {{"Default", {}}};
     for (const GridKernelCase& c : warp_aggregate_cases()) cases.push_back(c);
+    for (const GridKernelCase& c : sample_run_cases()) cases.push_back(c);
     return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(WarpAggregate, GpuGridCoherentInputTest,
+INSTANTIATE_TEST_SUITE_P(CoherentPaths, GpuGridCoherentInputTest,
                          ::testing::Combine(::testing::ValuesIn(coherent_cases()),
                                             ::testing::Values("Hash", "Tiled"),
                                             ::testing::Values("Linear", "Nearest"), ::testing::Values(2, 3),
@@ -716,6 +755,13 @@ TEST_F(GpuTest, GridKernelOptionsAreValidated) {
     bad_ratio.gradient_flush_ratio = 0;
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2), "encoding", with_grid_kernels(bad_ratio)),
                  std::invalid_argument);
+    for (uint32_t run : {0u, 65u}) {
+        GridKernelOptions bad_run;
+        bad_run.gradient_sample_run = run;
+        EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2), "encoding", with_grid_kernels(bad_run)),
+                     std::invalid_argument)
+            << "gradient_sample_run " << run;
+    }
 }
 
 // FUSEDNGP_GRID_KERNELS overrides the options (a benchmarking knob).
@@ -727,6 +773,9 @@ TEST_F(GpuTest, GridKernelOptionsFromEnvironment) {
     ASSERT_TRUE(env.set("gradient_warp_aggregate_shared=1"));
     GpuEncodingPair aggregated = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
     EXPECT_TRUE(as_grid(*aggregated.gpu).shape().config.gradient_warp_aggregate_shared);
+    ASSERT_TRUE(env.set("gradient_sample_run=16"));
+    GpuEncodingPair runs = create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2));
+    EXPECT_EQ(as_grid(*runs.gpu).shape().config.gradient_sample_run, 16u);
     // The global-level aggregation's key does not exist: unknown.
     ASSERT_TRUE(env.set("gradient_warp_aggregate=1"));
     EXPECT_THROW(create_gpu_encoding(2, small_grid_config("Hash", "Linear", 2)), std::invalid_argument);

@@ -88,6 +88,14 @@ struct GridKernelOptions {
     // never paid, on either sample order (docs/GPU_COMPONENTS.md, "Warp
     // aggregation").
     bool gradient_warp_aggregate_shared = false;
+    // Global-atomic levels: each thread takes this many consecutive samples
+    // of one level and sums their corner contributions in registers while
+    // they stay in one cell, adding to the table once per cell visited
+    // (1..64; 1: one sample per thread, the general order). Pays where
+    // consecutive samples lie close together (NeRF's, ray by ray); turns
+    // gradient_interleave_levels off. The NeRF trainer sets it for the
+    // density grid.
+    uint32_t gradient_sample_run = 1;
 };
 
 struct GpuEncodingOptions {

@@ -53,7 +53,7 @@ std::vector<GridLevelInfo> level_infos(const GridEncoding<float>& cpu) {
 // (forward_level_group, gradient_smem_bytes, gradient_flush_ratio,
 // gradient_max_samples_per_thread, gradient_interleave_levels,
 // gradient_pair_corners, forward_chunk_loads,
-// gradient_warp_aggregate_shared; booleans as 0/1): a developer
+// gradient_warp_aggregate_shared, gradient_sample_run; booleans as 0/1): a developer
 // knob for timing `fusedngp train` under other kernel settings; not a stable
 // interface. Unknown keys or bad values throw.
 GridKernelOptions with_environment_overrides(GridKernelOptions options) {
@@ -87,6 +87,8 @@ GridKernelOptions with_environment_overrides(GridKernelOptions options) {
             options.forward_chunk_loads = v != 0;
         } else if (key == "gradient_warp_aggregate_shared") {
             options.gradient_warp_aggregate_shared = v != 0;
+        } else if (key == "gradient_sample_run") {
+            options.gradient_sample_run = (uint32_t)v;
         } else {
             throw std::invalid_argument("FUSEDNGP_GRID_KERNELS: unknown key \"" + key + "\"");
         }
@@ -130,6 +132,11 @@ GridKernelConfig resolve(const GridKernelOptions& options, uint32_t n_dims, uint
     config.gradient_pair_corners = options.gradient_pair_corners;
     config.forward_chunk_loads = options.forward_chunk_loads;
     config.gradient_warp_aggregate_shared = options.gradient_warp_aggregate_shared;
+    if (options.gradient_sample_run == 0 || options.gradient_sample_run > 64) {
+        throw std::invalid_argument("GridKernelOptions::gradient_sample_run must be in 1..64, got " +
+                                    std::to_string(options.gradient_sample_run));
+    }
+    config.gradient_sample_run = options.gradient_sample_run;
     return config;
 }
 
