@@ -79,7 +79,7 @@ gpu::GpuEncodingOptions nerf_density_encoding_options() {
     gpu::GpuEncodingOptions o;
     o.grid_kernels.gradient_warp_aggregate_shared = true;
     o.grid_kernels.forward_chunk_loads = false;
-    o.grid_kernels.gradient_sample_run = 8;
+    o.grid_kernels.gradient_sample_run = 16;
     return o;
 }
 
