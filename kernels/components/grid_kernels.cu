@@ -347,9 +347,8 @@ __device__ inline void add_corner_pair(const GridLevelInfo& level, float* level_
     if (w0 == 0.f && w1 == 0.f) return;
     const uint32_t row0 = vertex_row<D>(level, vertex0), row1 = vertex_row<D>(level, vertex1);
     // Consecutive rows (dense: x + 1; hashed: x ^ 1 for even x, as the
-    // hash keeps x unmultiplied) starting at an even row: one atomic.
-    // A zero-weight partner adds +-0, which changes no sum and leaves an
-    // otherwise untouched row exactly zero.
+    // hash keeps x unmultiplied) starting at an even row: one atomic, where
+    // a zero-weight partner's +-0 changes nothing.
     if (pairs && row1 == row0 + 1 && (row0 & 1u) == 0) {
         atomic_add_row_pair<F>(level_grad + (size_t)row0 * F, v0, v1);
         return;
