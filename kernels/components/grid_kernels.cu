@@ -79,16 +79,20 @@ __device__ inline void locate_cell(const float* x, float scale, GridWeights weig
     }
 }
 
-// Corner k (bit i of k: upper vertex along axis i): its vertex and weight.
+// Corner k (bit i of k: upper vertex along axis i) of the cell at `lower`.
+template <int D>
+__device__ inline void corner_vertex(const uint32_t (&lower)[D], int k, uint32_t* vertex) {
+#pragma unroll
+    for (int i = 0; i < D; ++i) vertex[i] = lower[i] + (uint32_t)((k >> i) & 1);
+}
+
+// Corner k: its vertex and weight.
 template <int D>
 __device__ inline float corner_weight(const DeviceCell<D>& cell, int k, uint32_t* vertex) {
+    corner_vertex<D>(cell.lower, k, vertex);
     float weight = 1.f;
 #pragma unroll
-    for (int i = 0; i < D; ++i) {
-        const bool upper = (k >> i) & 1;
-        vertex[i] = cell.lower[i] + (upper ? 1u : 0u);
-        weight = __fmul_rn(weight, upper ? cell.w[i] : __fsub_rn(1.f, cell.w[i]));
-    }
+    for (int i = 0; i < D; ++i) weight = __fmul_rn(weight, (k >> i) & 1 ? cell.w[i] : __fsub_rn(1.f, cell.w[i]));
     return weight;
 }
 
@@ -422,11 +426,8 @@ __device__ inline void flush_cell(const GridLevelInfo& level, const CellSums<D, 
 #pragma unroll
     for (int k = 0; k < (1 << D); k += 2) {
         uint32_t vertex0[D], vertex1[D];
-#pragma unroll
-        for (int i = 0; i < D; ++i) {
-            vertex0[i] = sums.lower[i] + (uint32_t)((k >> i) & 1);
-            vertex1[i] = sums.lower[i] + (uint32_t)(((k + 1) >> i) & 1);
-        }
+        corner_vertex<D>(sums.lower, k, vertex0);
+        corner_vertex<D>(sums.lower, k + 1, vertex1);
         add_corner_pair<D, F>(level, level_grad, vertex0, vertex1, sums.w[k], sums.w[k + 1], sums.v[k], sums.v[k + 1],
                               vector_width, pairs);
     }
