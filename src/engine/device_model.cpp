@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "engine/cuda_backend_kernels.h"
+#include "gpu/components/gpu_composite_encoding.h"
 #include "gpu/cuda_check.h"
 #include "networks/mlp.h"
 #include "optimizers/state_matching.h"
@@ -111,6 +112,11 @@ void DeviceModel::inference(const float* d_in, float* d_out, float* d_scratch, u
     const uint32_t n_enc = n_encoded_dims();
     encoding_->forward(gpu::const_rows(d_in, n_input_dims()), gpu::rows(d_scratch, n_enc), batch, stream);
     mlp_->inference(d_scratch, d_out, batch, stream);
+}
+
+void DeviceModel::skip_input_gradient_below(uint32_t column) {
+    if (auto* composite = dynamic_cast<gpu::GpuCompositeEncoding*>(encoding_.get()))
+        composite->skip_input_gradient_below(column);
 }
 
 void DeviceModel::flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const {

@@ -73,6 +73,12 @@ public:
     void inference(const float* d_in, float* d_out, float* d_scratch, uint32_t batch, cudaStream_t stream) const;
     uint32_t n_encoded_dims() const { return encoding_->n_output_dims(); }
 
+    // backward() may leave dL/din of input columns below `column` unwritten
+    // (inputs that are data, not outputs of something trained): a Composite
+    // encoding then skips the input gradient of nested encodings that read
+    // only those columns. Other encodings write every column as before.
+    void skip_input_gradient_below(uint32_t column);
+
     // Non-finite gradient entries set *flag; zero_gradient_if makes that step
     // a no-op update (the moments still decay once, as CudaBackend's fallback).
     void flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const;

@@ -132,6 +132,9 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
                                              nerf_density_encoding_options(), stream_);
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
+    // The colour network's input is [direction (3), density features]: only
+    // the features' gradient flows on (into the density network).
+    colour_->skip_input_gradient_below(3);
     loss_scale_ = DynamicLossScale(nerf_loss_scale_settings());
     apply_loss_scale();
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),

@@ -12,6 +12,7 @@
 #include "encodings/encoding.h"
 #include "encodings/grid.h"
 #include "gpu/components/device_buffer.h"
+#include "gpu/components/gpu_composite_encoding.h"
 #include "gpu/components/gpu_encoding.h"
 #include "gpu/components/gpu_grid_encoding.h"
 #include "gpu/components/gpu_loss.h"
@@ -849,6 +850,41 @@ TEST_F(GpuTest, CompositeMatchesCpu) {
             for (uint32_t batch : {1u, 127u, large_batch(100003u)}) {
                 expect_encoding_matches_cpu(*enc.cpu, *enc.gpu, params, batch, 300 + batch, 0.f, 1.f, stream_);
             }
+        }
+    }
+}
+
+// NeRF's colour encoding, [SH of the direction (3), identity of 16 features]:
+// with skip_input_gradient_below(3) the direction's dL/din is not written and
+// the features' is the full backward's exactly; a boundary inside a
+// nested encoding's columns (1) still writes every column of it.
+TEST_F(GpuTest, CompositeSkipsInputGradientOfLeadingColumns) {
+    const json config = {{"otype", "Composite"},
+                         {"nested",
+                          {{{"otype", "SphericalHarmonics"}, {"n_dims_to_encode", 3}, {"degree", 4}},
+                           {{"otype", "Identity"}}}}};
+    const uint32_t n_in = 19, batch = 1000;
+    GpuEncodingPair enc = create_gpu_encoding(n_in, config);
+    auto* composite = dynamic_cast<GpuCompositeEncoding*>(enc.gpu.get());
+    ASSERT_NE(composite, nullptr);
+    const uint32_t n_out = enc.gpu->n_output_dims();
+    const DeviceBuffer<float> in = upload(random_vector((size_t)batch * n_in, 5, 0.f, 1.f));
+    const DeviceBuffer<float> dout = upload(random_vector((size_t)batch * n_out, 6, -1.f, 1.f));
+    auto input_gradient = [&](uint32_t skip_below) {
+        composite->skip_input_gradient_below(skip_below);
+        DeviceBuffer<float> din = poisoned((size_t)batch * n_in, stream_);
+        enc.gpu->backward(const_rows(in.data(), n_in), const_rows(dout.data(), n_out), nullptr, rows(din.data(), n_in),
+                          batch, stream_);
+        return download(din.data(), din.size());
+    };
+    const std::vector<float> full = input_gradient(0), skipped = input_gradient(3), inside = input_gradient(1);
+    for (uint32_t i = 0; i < batch; ++i) {
+        for (uint32_t c = 0; c < n_in; ++c) {
+            const size_t k = (size_t)i * n_in + c;
+            ASSERT_TRUE(std::isfinite(full[k])) << "row " << i << " column " << c;
+            if (c < 3) EXPECT_TRUE(std::isnan(skipped[k])) << "row " << i << " column " << c << " was written";
+            else EXPECT_EQ(skipped[k], full[k]) << "row " << i << " column " << c;
+            EXPECT_EQ(inside[k], full[k]) << "row " << i << " column " << c;
         }
     }
 }

@@ -34,7 +34,8 @@ void GpuCompositeEncoding::backward(ConstDeviceRows in, ConstDeviceRows dout, fl
                                     uint32_t batch, cudaStream_t stream, bool accumulate) const {
     for (const Part& part : parts_) {
         float* part_dparams = d_dparams && part.encoding->n_params() > 0 ? d_dparams + part.param_offset : nullptr;
-        DeviceRows part_din{din.data ? din.data + part.input_offset : nullptr, din.stride};
+        const bool wanted = part.input_offset + part.encoding->n_input_dims() > skip_input_gradient_below_;
+        DeviceRows part_din{din.data && wanted ? din.data + part.input_offset : nullptr, din.stride};
         part.encoding->backward({in.data + part.input_offset, in.stride},
                                 {dout.data + part.output_offset, dout.stride}, part_dparams, part_din, batch,
                                 stream, accumulate);

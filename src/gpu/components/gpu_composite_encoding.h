@@ -27,6 +27,12 @@ public:
     void backward(ConstDeviceRows in, ConstDeviceRows dout, float* d_dparams, DeviceRows din, uint32_t batch,
                   cudaStream_t stream, bool accumulate = false) const override;
 
+    // backward() leaves dL/din of input columns below `column` unwritten:
+    // nested encodings that read only those columns skip their input
+    // gradient (NeRF's colour network: the view direction is data, only the
+    // density features need dL/din, and the SH backward was ~1.6 % of a step).
+    void skip_input_gradient_below(uint32_t column) { skip_input_gradient_below_ = column; }
+
     size_t n_nested() const { return parts_.size(); }
     const GpuEncoding& nested(size_t i) const { return *parts_.at(i).encoding; }
 
@@ -42,6 +48,7 @@ private:
     uint32_t n_input_dims_ = 0;
     uint32_t n_output_dims_ = 0;
     size_t n_params_ = 0;
+    uint32_t skip_input_gradient_below_ = 0;
 };
 
 } // namespace fusedngp::gpu
