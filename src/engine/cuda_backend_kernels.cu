@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 namespace fusedngp::gpu {
 namespace {
 
@@ -73,11 +75,17 @@ __global__ void sample_image_kernel(DeviceImage image, uint64_t key, uint32_t ba
     }
 }
 
-__global__ void flag_non_finite_kernel(const float* data, size_t n, unsigned int* flag) {
+// data[0 .. n) and, 16-byte loads, the n4 float4s at data4 (the bulk of an
+// aligned buffer: NeRF's 10^7 gradients ran at under half the bandwidth with
+// 4-byte loads).
+__global__ void flag_non_finite_kernel(const float4* data4, size_t n4, const float* data, size_t n, unsigned int* flag) {
     bool bad = false;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        bad |= !isfinite(data[i]);
+    const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = first; i < n4; i += stride) {
+        const float4 v = data4[i];
+        bad |= !isfinite(v.x) || !isfinite(v.y) || !isfinite(v.z) || !isfinite(v.w);
     }
+    for (size_t i = first; i < n; i += stride) bad |= !isfinite(data[i]);
     // One atomic per warp at most: overflow is rare, the common path writes nothing.
     if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) atomicOr(flag, 1u);
 }
@@ -142,7 +150,9 @@ void launch_sample_image(const DeviceImage& image, const ImageSampling& sampling
 
 void launch_flag_non_finite(const float* data, size_t n, unsigned int* flag, cudaStream_t stream) {
     if (n == 0) return;
-    flag_non_finite_kernel<<<stride_blocks(n), kThreads, 0, stream>>>(data, n, flag);
+    const size_t n4 = (reinterpret_cast<uintptr_t>(data) & 15u) == 0 ? n / 4 : 0;
+    flag_non_finite_kernel<<<stride_blocks(n - 3 * n4), kThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(data), n4, data + 4 * n4, n - 4 * n4, flag);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

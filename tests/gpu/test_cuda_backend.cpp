@@ -335,6 +335,41 @@ TEST(CudaBackend, OverflowingStepIsSkippedAndScaleHalved) {
     EXPECT_EQ(gpu.skipped_steps(), 1u);
 }
 
+// The overflow check finds one NaN or infinity wherever it sits: in the
+// 16-byte-load bulk, in the scalar tail, at either end, and in a buffer that
+// starts off the 16-byte boundary (all scalar loads); a clean buffer never
+// sets the flag.
+TEST(CudaBackend, NonFiniteFlagFindsEveryPosition) {
+    REQUIRE_DEVICE();
+    const size_t n = 10007;  // 2501 float4s and a tail of 3
+    float* data = nullptr;
+    unsigned int* flag = nullptr;
+    ASSERT_EQ(cudaMalloc(&data, (n + 1) * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&flag, sizeof(unsigned int)), cudaSuccess);
+    auto flagged = [&](size_t offset, size_t count, long bad_at, float bad) {
+        std::vector<float> host(n + 1, 0.25f);
+        if (bad_at >= 0) host[offset + (size_t)bad_at] = bad;
+        EXPECT_EQ(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+        EXPECT_EQ(cudaMemset(flag, 0, sizeof(unsigned int)), cudaSuccess);
+        gpu::launch_flag_non_finite(data + offset, count, flag, nullptr);
+        unsigned int result = 7;
+        EXPECT_EQ(cudaMemcpy(&result, flag, sizeof(result), cudaMemcpyDeviceToHost), cudaSuccess);
+        return result;
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (size_t offset : {0u, 1u}) {
+        EXPECT_EQ(flagged(offset, n, -1, 0.f), 0u) << "clean, offset " << offset;
+        for (long at : {0L, 1L, 4L, 5000L, (long)n - 4, (long)n - 3, (long)n - 1}) {
+            EXPECT_EQ(flagged(offset, n, at, nan), 1u) << "NaN at " << at << ", offset " << offset;
+            EXPECT_EQ(flagged(offset, n, at, -inf), 1u) << "-inf at " << at << ", offset " << offset;
+        }
+        // Past the end: not looked at.
+        EXPECT_EQ(flagged(offset, n - 1, (long)n - 1, nan), 0u) << "offset " << offset;
+    }
+    cudaFree(data);
+    cudaFree(flag);
+}
+
 // The CPU twin: NonFiniteSteps.PoisonedBatchIsSkippedAndTrainingGoesOn. A NaN
 // target makes dL/dout NaN, which the overflow check catches like an fp16
 // overflow: the step is skipped (exactly, with the conditional graph), the
