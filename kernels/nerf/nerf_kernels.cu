@@ -16,6 +16,8 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include <cstdint>
+
 namespace fusedngp::gpu {
 namespace {
 
@@ -276,8 +278,18 @@ __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
                                     uint32_t dst_offset, uint32_t cols, uint32_t n) {
     const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= (size_t)n * cols) return;
-    const size_t i = k / cols, j = k % cols;
+    const size_t total = (size_t)n * cols;
+    if (k >= total) return;
+    // 32-bit division where it fits: the 64-bit one is a long software
+    // sequence that made this copy slower than its memory traffic.
+    size_t i, j;
+    if (total <= UINT32_MAX) {
+        i = (uint32_t)k / cols;
+        j = (uint32_t)k - (uint32_t)i * cols;
+    } else {
+        i = k / cols;
+        j = k % cols;
+    }
     dst[i * dst_stride + dst_offset + j] = src[i * src_stride + j];
 }
 
