@@ -14,8 +14,8 @@ __global__ void float_to_half_kernel(const float* __restrict__ src, __half* __re
 __global__ void fill_rows_kernel(DeviceRows rows, uint32_t cols, uint32_t batch, float value) {
     const size_t n = (size_t)batch * cols;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const size_t row = i / cols, col = i % cols;
-        rows.data[row * rows.stride + col] = value;
+        const RowColumn rc = row_column(i, cols, n);
+        rows.data[rc.row * rows.stride + rc.column] = value;
     }
 }
 

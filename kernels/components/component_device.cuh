@@ -2,6 +2,7 @@
 #pragma once
 
 #include "gpu/components/device_buffer.h"
+#include "row_column.cuh"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,6 +5,7 @@
 // over threads and place the results.
 #include "nerf/launch_nerf.h"
 
+#include "components/row_column.cuh"
 #include "gpu/components/device_buffer.h"
 #include "nerf/nerf_model_layout.h"
 #include "nerf/training_rays.h"
@@ -15,8 +16,6 @@
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
-
-#include <cstdint>
 
 namespace fusedngp::gpu {
 namespace {
@@ -280,17 +279,8 @@ __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float
     const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const size_t total = (size_t)n * cols;
     if (k >= total) return;
-    // 32-bit division where it fits: the 64-bit one is a long software
-    // sequence that made this copy slower than its memory traffic.
-    size_t i, j;
-    if (total <= UINT32_MAX) {
-        i = (uint32_t)k / cols;
-        j = (uint32_t)k - (uint32_t)i * cols;
-    } else {
-        i = k / cols;
-        j = k % cols;
-    }
-    dst[i * dst_stride + dst_offset + j] = src[i * src_stride + j];
+    const RowColumn rc = row_column(k, cols, total);
+    dst[rc.row * dst_stride + dst_offset + rc.column] = src[rc.row * src_stride + rc.column];
 }
 
 __device__ float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
