@@ -88,7 +88,12 @@ void DeviceModel::refresh_components(const float* d_params, cudaStream_t stream)
 
 void DeviceModel::forward(const float* d_in, float* d_out, uint32_t batch, cudaStream_t stream) {
     const uint32_t n_enc = n_encoded_dims();
-    encoding_->forward(gpu::const_rows(d_in, n_input_dims()), gpu::rows(encoded_.data(), n_enc), batch, stream);
+    const gpu::ConstDeviceRows in = gpu::const_rows(d_in, n_input_dims());
+    if (caller_columns_encoding_)
+        caller_columns_encoding_->forward_except_copy(in, gpu::rows(encoded_.data(), n_enc), batch, caller_columns_,
+                                                      stream);
+    else
+        encoding_->forward(in, gpu::rows(encoded_.data(), n_enc), batch, stream);
     forward_encoded(d_out, batch, stream);
 }
 
@@ -117,6 +122,15 @@ void DeviceModel::inference(const float* d_in, float* d_out, float* d_scratch, u
 void DeviceModel::skip_input_gradient_below(uint32_t column) {
     if (auto* composite = dynamic_cast<gpu::GpuCompositeEncoding*>(encoding_.get()))
         composite->skip_input_gradient_below(column);
+}
+
+int DeviceModel::encode_columns_by_caller(uint32_t column, uint32_t n) {
+    const auto* composite = dynamic_cast<const gpu::GpuCompositeEncoding*>(encoding_.get());
+    const int encoded_column = composite ? composite->copied_output_column(column, n) : -1;
+    if (encoded_column < 0) return -1;
+    caller_columns_encoding_ = composite;
+    caller_columns_ = column;
+    return encoded_column;
 }
 
 void DeviceModel::flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const {

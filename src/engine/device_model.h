@@ -22,6 +22,10 @@
 #include <utility>
 #include <vector>
 
+namespace fusedngp::gpu {
+class GpuCompositeEncoding;
+}
+
 namespace fusedngp {
 
 // The GPU MLP shape of a host model's network (ConfigError naming
@@ -79,6 +83,16 @@ public:
     // only those columns. Other encodings write every column as before.
     void skip_input_gradient_below(uint32_t column);
 
+    // A training forward() in which the caller writes the encoded columns of
+    // input columns [column, column + n) itself, where the encoding copies
+    // them unchanged (an Identity part of a Composite): returns the first of
+    // those columns in encoded_input()'s rows (n_encoded_dims() floats a
+    // row), and forward() skips that part from now on; -1, changing nothing,
+    // otherwise. After backward(), encoded_gradient() holds their dL/d(encoded),
+    // which is their dL/din. inference() still encodes every column.
+    int encode_columns_by_caller(uint32_t column, uint32_t n);
+    const float* encoded_gradient() const { return dencoded_.data(); }
+
     // Non-finite gradient entries set *flag; zero_gradient_if makes that step
     // a no-op update (the moments still decay once, as CudaBackend's fallback).
     void flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const;
@@ -120,6 +134,10 @@ private:
     gpu::DeviceBuffer<float> encoded_, dencoded_;
     uint32_t capacity_ = 0;
     bool sparse_ = false;
+    // Set by encode_columns_by_caller: the Composite whose copying part
+    // forward() skips, and that part's first input column.
+    const gpu::GpuCompositeEncoding* caller_columns_encoding_ = nullptr;
+    uint32_t caller_columns_ = 0;
 };
 
 } // namespace fusedngp

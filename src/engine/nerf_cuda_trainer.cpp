@@ -133,8 +133,13 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     colour_ = std::make_unique<DeviceModel>(colour_host_, config.at("rgb_network"), "rgb_network",
                                             config.at("optimizer"), gpu::GpuEncodingOptions{}, stream_);
     // The colour network's input is [direction (3), density features]: only
-    // the features' gradient flows on (into the density network).
+    // the features' gradient flows on (into the density network). Where its
+    // encoding copies the features unchanged (the default Identity part),
+    // they go straight into its encoded rows and their gradient is read
+    // where its MLP writes it: one copy each way instead of two (~4 % of a
+    // lego step on an H100).
     colour_->skip_input_gradient_below(3);
+    colour_feature_column_ = colour_->encode_columns_by_caller(3, kDensityOutputs);
     loss_scale_ = DynamicLossScale(nerf_loss_scale_settings());
     apply_loss_scale();
     grid_ = std::make_unique<DeviceOccupancyGrid>(n_cascades, settings.occupancy, derive_seed(settings.seed, 5),
@@ -265,8 +270,13 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
         density_->forward_encoded(density_out_.data(), b, stream_);
     else
         density_->forward(positions_.data(), density_out_.data(), b, stream_);
-    gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
-                             kDensityOutputs, b, stream_);
+    if (colour_feature_column_ >= 0)
+        gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_->encoded_input(),
+                                 colour_->n_encoded_dims(), (uint32_t)colour_feature_column_, kDensityOutputs, b,
+                                 stream_);
+    else
+        gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
+                                 kDensityOutputs, b, stream_);
     colour_->forward(colour_in_.data(), colour_raw_.data(), b, stream_);
     gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(), rgb_.data(),
                                  b, stream_);
@@ -290,9 +300,16 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
     gpu::launch_nerf_ray_loss(a, stream_);
     if (forward_done) FUSEDNGP_GPU_CHECK(cudaEventRecord(forward_done, stream_));
     gpu::launch_nerf_colour_raw_gradient(rgb_.data(), d_rgb_.data(), d_colour_raw_.data(), b, stream_);
-    colour_->backward(colour_in_.data(), d_colour_raw_.data(), d_colour_in_.data(), b, stream_);
-    gpu::launch_nerf_density_gradient(d_colour_in_.data(), kColourInputs, 3, density_out_.data(), d_sigma_.data(),
-                                      d_density_out_.data(), b, stream_);
+    if (colour_feature_column_ >= 0) {
+        colour_->backward(colour_in_.data(), d_colour_raw_.data(), nullptr, b, stream_);
+        gpu::launch_nerf_density_gradient(colour_->encoded_gradient(), colour_->n_encoded_dims(),
+                                          (uint32_t)colour_feature_column_, density_out_.data(), d_sigma_.data(),
+                                          d_density_out_.data(), b, stream_);
+    } else {
+        colour_->backward(colour_in_.data(), d_colour_raw_.data(), d_colour_in_.data(), b, stream_);
+        gpu::launch_nerf_density_gradient(d_colour_in_.data(), kColourInputs, 3, density_out_.data(),
+                                          d_sigma_.data(), d_density_out_.data(), b, stream_);
+    }
     density_->backward(positions_.data(), d_density_out_.data(), nullptr, b, stream_);
 }
 

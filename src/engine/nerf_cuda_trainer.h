@@ -175,6 +175,10 @@ private:
     // is read when the step retires, before the march 4 steps later reuses it.
     std::array<std::array<cudaEvent_t, 2>, 4> march_timing_{};
     bool march_ahead_ = true;  // FUSEDNGP_NERF_MARCH_AHEAD=0: each march in line, for A/B runs
+    // The colour network's encoded column of the first density feature, where
+    // the trainer writes the features itself (DeviceModel::encode_columns_by_caller);
+    // -1: they go through colour_in_ and its encoding.
+    int colour_feature_column_ = -1;
     gpu::DeviceBuffer<float> marched_density_out_;
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;

@@ -889,6 +889,48 @@ TEST_F(GpuTest, CompositeSkipsInputGradientOfLeadingColumns) {
     }
 }
 
+// NeRF's colour encoding again: its Identity part copies the density
+// features unchanged, so a caller may write those encoded columns itself.
+// forward_except_copy writes every other column as forward() does and
+// leaves those alone; only a whole unit-scale Identity part qualifies.
+TEST_F(GpuTest, CompositeLeavesCopiedColumnsToCaller) {
+    auto composite_of = [](const json& identity) {
+        return json{{"otype", "Composite"},
+                    {"nested", {{{"otype", "SphericalHarmonics"}, {"n_dims_to_encode", 3}, {"degree", 4}}, identity}}};
+    };
+    const uint32_t n_in = 19, batch = 1000;
+    GpuEncodingPair enc = create_gpu_encoding(n_in, composite_of({{"otype", "Identity"}}));
+    const auto* composite = dynamic_cast<const GpuCompositeEncoding*>(enc.gpu.get());
+    ASSERT_NE(composite, nullptr);
+    EXPECT_EQ(composite->copied_output_column(3, 16), 16);
+    EXPECT_EQ(composite->copied_output_column(3, 15), -1);
+    EXPECT_EQ(composite->copied_output_column(4, 15), -1);
+    EXPECT_EQ(composite->copied_output_column(0, 3), -1);  // SH does not copy
+    GpuEncodingPair scaled = create_gpu_encoding(n_in, composite_of({{"otype", "Identity"}, {"scale", 2.0}}));
+    EXPECT_EQ(dynamic_cast<const GpuCompositeEncoding*>(scaled.gpu.get())->copied_output_column(3, 16), -1);
+    GpuEncodingPair shifted = create_gpu_encoding(n_in, composite_of({{"otype", "Identity"}, {"offset", 0.5}}));
+    EXPECT_EQ(dynamic_cast<const GpuCompositeEncoding*>(shifted.gpu.get())->copied_output_column(3, 16), -1);
+
+    const uint32_t n_out = enc.gpu->n_output_dims();
+    const DeviceBuffer<float> in = upload(random_vector((size_t)batch * n_in, 7, 0.f, 1.f));
+    DeviceBuffer<float> full = poisoned((size_t)batch * n_out, stream_), partial = poisoned(full.size(), stream_);
+    enc.gpu->forward(const_rows(in.data(), n_in), rows(full.data(), n_out), batch, stream_);
+    composite->forward_except_copy(const_rows(in.data(), n_in), rows(partial.data(), n_out), batch, 3, stream_);
+    const std::vector<float> a = download(full.data(), full.size()), b = download(partial.data(), partial.size());
+    const std::vector<float> x = download(in.data(), in.size());
+    for (uint32_t i = 0; i < batch; ++i) {
+        for (uint32_t c = 0; c < n_out; ++c) {
+            const size_t k = (size_t)i * n_out + c;
+            if (c < 16) {
+                EXPECT_EQ(b[k], a[k]) << "row " << i << " column " << c;
+            } else {
+                EXPECT_EQ(a[k], x[(size_t)i * n_in + 3 + (c - 16)]) << "row " << i << " column " << c;
+                EXPECT_TRUE(std::isnan(b[k])) << "row " << i << " column " << c << " was written";
+            }
+        }
+    }
+}
+
 // Bad configs fail in the CPU factory, before any device work, with its errors.
 TEST(GpuComponentConfigTest, EncodingErrorsAreTheCpuConfigErrors) {
     try {

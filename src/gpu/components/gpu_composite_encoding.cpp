@@ -30,6 +30,28 @@ void GpuCompositeEncoding::forward(ConstDeviceRows in, DeviceRows out, uint32_t 
     }
 }
 
+const GpuCompositeEncoding::Part* GpuCompositeEncoding::copying_part(uint32_t column, uint32_t n) const {
+    for (const Part& part : parts_) {
+        if (part.input_offset == column && part.encoding->n_input_dims() == n && part.encoding->copies_input())
+            return &part;
+    }
+    return nullptr;
+}
+
+int GpuCompositeEncoding::copied_output_column(uint32_t column, uint32_t n) const {
+    const Part* part = copying_part(column, n);
+    return part ? (int)part->output_offset : -1;
+}
+
+void GpuCompositeEncoding::forward_except_copy(ConstDeviceRows in, DeviceRows out, uint32_t batch, uint32_t column,
+                                               cudaStream_t stream) const {
+    for (const Part& part : parts_) {
+        if (part.input_offset == column && part.encoding->copies_input()) continue;
+        part.encoding->forward({in.data + part.input_offset, in.stride}, {out.data + part.output_offset, out.stride},
+                               batch, stream);
+    }
+}
+
 void GpuCompositeEncoding::backward(ConstDeviceRows in, ConstDeviceRows dout, float* d_dparams, DeviceRows din,
                                     uint32_t batch, cudaStream_t stream, bool accumulate) const {
     for (const Part& part : parts_) {

@@ -33,6 +33,16 @@ public:
     // density features need dL/din, and the SH backward was ~1.6 % of a step).
     void skip_input_gradient_below(uint32_t column) { skip_input_gradient_below_ = column; }
 
+    // Input columns [column, column + n) that one nested encoding copies
+    // unchanged (copies_input): the first output column they land in, or -1.
+    int copied_output_column(uint32_t column, uint32_t n) const;
+    // forward() but for that nested encoding (copied_output_column(column, n)
+    // must be >= 0): for a caller that writes those output columns itself
+    // (NeRF's trainer puts the density features straight into the colour
+    // network's encoded rows instead of copying them twice).
+    void forward_except_copy(ConstDeviceRows in, DeviceRows out, uint32_t batch, uint32_t column,
+                             cudaStream_t stream) const;
+
     size_t n_nested() const { return parts_.size(); }
     const GpuEncoding& nested(size_t i) const { return *parts_.at(i).encoding; }
 
@@ -43,6 +53,8 @@ private:
         uint32_t output_offset = 0;
         size_t param_offset = 0;
     };
+    const Part* copying_part(uint32_t column, uint32_t n) const;
+
     std::vector<Part> parts_;
     std::string describe_;
     uint32_t n_input_dims_ = 0;

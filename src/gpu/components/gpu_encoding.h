@@ -137,6 +137,11 @@ public:
     // and dL/din into din (overwritten; skipped when din.data is null).
     virtual void backward(ConstDeviceRows in, ConstDeviceRows dout, float* d_dparams, DeviceRows din, uint32_t batch,
                           cudaStream_t stream, bool accumulate = false) const = 0;
+
+    // Whether forward() writes its input unchanged (out = in, column for
+    // column) and backward()'s dL/din is dL/dout: an Identity with scale 1
+    // and offset 0. A Composite can then leave such a part to its caller.
+    virtual bool copies_input() const { return false; }
 };
 
 // The GPU twin of an existing CPU encoding (same function, same parameter

@@ -118,6 +118,11 @@ GpuParameterFreeEncoding::GpuParameterFreeEncoding(const Encoding<float>& cpu)
 
 GpuParameterFreeEncoding::~GpuParameterFreeEncoding() = default;
 
+bool GpuParameterFreeEncoding::copies_input() const {
+    return args_->kind == SimpleEncodingKind::Identity && args_->identity_scale == 1.f &&
+           args_->identity_offset == 0.f;
+}
+
 void GpuParameterFreeEncoding::forward(ConstDeviceRows in, DeviceRows out, uint32_t batch,
                                        cudaStream_t stream) const {
     launch_simple_encoding_forward(*args_, in, out, batch, stream);

@@ -22,6 +22,7 @@ public:
     uint32_t n_input_dims() const override { return n_input_dims_; }
     uint32_t n_output_dims() const override { return n_output_dims_; }
     std::string describe() const override { return describe_; }
+    bool copies_input() const override;
 
     void forward(ConstDeviceRows in, DeviceRows out, uint32_t batch, cudaStream_t stream) const override;
     // d_dparams and accumulate are ignored (no parameters).
