@@ -11,6 +11,8 @@
 #include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
 
+#include <algorithm>
+
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -32,6 +34,17 @@ constexpr uint32_t kFullMask = 0xFFFFFFFFu;
 constexpr uint32_t kWarpRayThreads = 128;
 
 uint32_t warp_blocks_for(uint32_t n_rays) { return (n_rays + kWarpRayThreads / 32 - 1) / (kWarpRayThreads / 32); }
+
+// The current device's SM count, read once (one device per process).
+uint32_t multiprocessor_count() {
+    static const uint32_t count = [] {
+        int device = 0, sms = 0;
+        FUSEDNGP_GPU_CHECK(cudaGetDevice(&device));
+        FUSEDNGP_GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        return (uint32_t)std::max(sms, 1);
+    }();
+    return count;
+}
 
 __device__ uint32_t warp_ray_index() { return (blockIdx.x * blockDim.x + threadIdx.x) / 32; }
 __device__ uint32_t lane_index() { return threadIdx.x & 31u; }
@@ -298,38 +311,128 @@ __global__ void sigma_kernel(const float* density_out, uint32_t density_stride, 
     if (i < n) sigma[i] = nerf::trunc_exp(density_out[(size_t)i * density_stride]);
 }
 
-// Ray r's render_ray, loss and render_ray_backward (writing dL/dsigma and
-// dL/drgb of its samples); returns its term of the mean loss.
-__device__ float ray_loss_and_gradient(const NerfRayLossArgs& a, uint32_t r) {
-    const uint32_t f = a.ray_first[r];
-    nerf::RaySamples<float> s;
-    s.n = (int)a.ray_count[r];
-    s.sigma = a.sigma + f;
-    s.rgb = a.rgb + 3 * (size_t)f;
-    s.dt = a.dt + f;
-    s.t = a.t + f;
+// Ray r's render_ray, loss and render_ray_backward with its warp (the
+// per-ray formulas of volume_rendering.h, 32 samples at a time). Every lane
+// runs the sequential transmittance product over a round's samples through
+// shuffles, in the CPU's order, and keeps T_i of its own sample; the colour
+// sums and the prefix sums of the backward are warp reductions and scans
+// (fp32 rounding apart from the CPU's sequential sums). A thread per ray left
+// ~9 warps per SM, each waiting on a chain of dependent loads.
+struct WarpRaySample {
+    float sigma = 0.f, dt = 0.f, e = 1.f, rgb[3] = {0.f, 0.f, 0.f};
+    float trans = 0.f;  // T before this sample (valid where used)
+    bool used = false;
+};
+
+// Loads lane's sample j0 + lane of the ray (rows f..f+n) and runs the
+// transmittance product of samples j0..j0+31 from `trans`: updates trans and
+// used, sets done once a sample found T below the threshold.
+__device__ WarpRaySample warp_ray_round(const NerfRayLossArgs& a, uint32_t f, uint32_t n, uint32_t j0, float& trans,
+                                        uint32_t& used, bool& done) {
+    const uint32_t lane = lane_index(), j = j0 + lane;
+    WarpRaySample s;
+    if (j < n) {
+        s.sigma = a.sigma[f + j];
+        s.dt = a.dt[f + j];
+        s.e = nerf::scalar_exp(-s.sigma * s.dt);
+        for (int c = 0; c < 3; ++c) s.rgb[c] = a.rgb[3 * (size_t)(f + j) + c];
+    }
+    const uint32_t m = ::min(32u, n - j0);
+    for (uint32_t q = 0; q < m; ++q) {
+        if (!(trans >= nerf::kDefaultMinTransmittance)) {
+            done = true;
+            break;
+        }
+        const float e_q = __shfl_sync(kFullMask, s.e, q);
+        if (lane == q) {
+            s.trans = trans;
+            s.used = true;
+        }
+        trans *= e_q;
+        ++used;
+    }
+    return s;
+}
+
+__device__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+
+__device__ float warp_inclusive_scan(float v) {
+    const uint32_t lane = lane_index();
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const float u = __shfl_up_sync(kFullMask, v, offset);
+        if (lane >= (uint32_t)offset) v += u;
+    }
+    return v;
+}
+
+// Every lane returns the ray's term of the mean loss.
+__device__ float warp_ray_loss_and_gradient(const NerfRayLossArgs& a, uint32_t r) {
+    const uint32_t f = a.ray_first[r], n = a.ray_count[r];
+    // Forward: render_ray.
+    float rgb[3] = {0.f, 0.f, 0.f};
+    float trans = 1.f;
+    uint32_t used = 0;
+    bool done = false;
+    for (uint32_t j0 = 0; j0 < n && !done; j0 += 32) {
+        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, used, done);
+        const float w = s.used ? s.trans - s.trans * s.e : 0.f;
+        for (int c = 0; c < 3; ++c) rgb[c] += warp_sum(w * s.rgb[c]);
+    }
+    const float trans_end = trans;
     const float* bg = a.ray_background + 3 * r;
-    const nerf::RayResult<float> res = nerf::render_ray(s, bg);
+    for (int c = 0; c < 3; ++c) rgb[c] += trans_end * bg[c];
+    // Loss and dL/drgb of the ray.
     const float inv_n = 1.f / (3.f * (float)::max(a.counters[1], 1u));
-    nerf::RayOutputGrad<float> g;
-    float loss = 0.f;
+    float loss = 0.f, g[3];
     for (int c = 0; c < 3; ++c) {
         const float target = a.ray_target[3 * r + c];
-        loss += nerf::ray_loss_value(a.loss, res.rgb[c], target);
-        g.rgb[c] = nerf::ray_loss_gradient(a.loss, res.rgb[c], target) * inv_n;
+        loss += nerf::ray_loss_value(a.loss, rgb[c], target);
+        g[c] = nerf::ray_loss_gradient(a.loss, rgb[c], target) * inv_n;
     }
-    nerf::render_ray_backward(s, res, g, nerf::RayInputGrad<float>{a.d_sigma + f, a.d_rgb + 3 * (size_t)f, nullptr});
+    // Backward: render_ray_backward (dL/ddepth = dL/dopacity = 0 here).
+    float prefix[3] = {0.f, 0.f, 0.f};
+    trans = 1.f;
+    used = 0;
+    done = false;
+    for (uint32_t j0 = 0; j0 < n; j0 += 32) {
+        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, used, done);
+        const float next = s.trans * s.e;
+        const float w = s.used ? s.trans - next : 0.f;
+        float d_sigma = 0.f;
+        for (int c = 0; c < 3; ++c) {
+            const float scan = warp_inclusive_scan(w * s.rgb[c]);
+            const float behind = rgb[c] - (prefix[c] + scan);
+            d_sigma += g[c] * (next * s.rgb[c] - behind);
+            prefix[c] += __shfl_sync(kFullMask, scan, 31);
+        }
+        const uint32_t j = j0 + lane_index();
+        if (j < n) {
+            a.d_sigma[f + j] = s.used ? s.dt * d_sigma : 0.f;
+            for (int c = 0; c < 3; ++c) a.d_rgb[3 * (size_t)(f + j) + c] = s.used ? g[c] * w : 0.f;
+        }
+    }
     return loss * inv_n;
 }
 
-// The loss sum is added once per warp: one double atomic per ray on a single
-// address serialised ~36 k of them per step.
+// Warps take rays grid-stride; the loss sum is added once per block (one
+// double atomic per ray on a single address serialised ~36 k of them).
 __global__ void ray_loss_kernel(const NerfRayLossArgs a) {
-    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    float loss_term = 0.f;
-    if (r < a.n_rays && a.ray_count[r] != kDroppedRay) loss_term = ray_loss_and_gradient(a, r);
-    for (int offset = 16; offset > 0; offset >>= 1) loss_term += __shfl_xor_sync(kFullMask, loss_term, offset);
-    if (lane_index() == 0) atomicAdd(a.loss_sum, (double)loss_term);
+    __shared__ float block_loss[kWarpRayThreads / 32];
+    const uint32_t warps = gridDim.x * (blockDim.x / 32);
+    float loss = 0.f;
+    for (uint32_t r = warp_ray_index(); r < a.n_rays; r += warps) {
+        if (a.ray_count[r] != kDroppedRay) loss += warp_ray_loss_and_gradient(a, r);
+    }
+    if (lane_index() == 0) block_loss[threadIdx.x / 32] = loss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.f;
+        for (uint32_t w = 0; w < blockDim.x / 32; ++w) sum += block_loss[w];
+        atomicAdd(a.loss_sum, (double)sum);
+    }
 }
 
 __global__ void colour_raw_gradient_kernel(const float* rgb, const float* d_rgb, float* d_colour_raw, uint32_t n) {
@@ -563,7 +666,9 @@ void launch_nerf_sigma(const float* density_out, uint32_t density_stride, float*
 
 void launch_nerf_ray_loss(const NerfRayLossArgs& args, cudaStream_t stream) {
     if (args.n_rays == 0) return;
-    ray_loss_kernel<<<blocks_for(args.n_rays, kRayThreads), kRayThreads, 0, stream>>>(args);
+    // 16 warps per SM take the step's ~3-4 x 10^4 rays in turn.
+    const uint32_t blocks = std::min(warp_blocks_for(args.n_rays), 4u * multiprocessor_count());
+    ray_loss_kernel<<<blocks, kWarpRayThreads, 0, stream>>>(args);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 
