@@ -294,65 +294,6 @@ TEST(NerfRayMarch, FixedStepWalkEmitsEveryOccupiedLatticePoint) {
     EXPECT_GE(same, n_rays - n_rays / 500) << same << " of " << n_rays;
 }
 
-// The GPU march skips a stretch of 8 lattice points whose ends lie in one
-// empty block of 8^3 cells (in_one_empty_block): on a grid of a few occupied
-// balls in two pooled cascades, that walk must emit exactly the points the
-// point-by-point test does, and must skip most stretches.
-TEST(NerfRayMarch, StretchesInEmptyBlocksHoldNoSample) {
-    const MarchSettings m{0.f, 2, 1024};
-    std::vector<uint8_t> bits((size_t)m.n_cascades * kGridCells / 8, 0);
-    Rng rng(12);
-    for (uint32_t i = 0; i < m.n_cascades * kGridCells; ++i) {
-        const Cell3 c = morton3_decode(i % kGridCells);
-        const float dx = (float)c.x - 40.f, dy = (float)c.y - 70.f, dz = (float)c.z - 60.f;
-        const bool ball = i < kGridCells ? dx * dx + dy * dy + dz * dz < 15.f * 15.f : (c.x - 100) * (c.x - 100) + (c.y - 20) * (c.y - 20) < 36;
-        if (ball || rng.uniform(0.f, 1.f) < 2e-5f) set_bit(bits, i);
-    }
-    pool_cascade_bits(bits, m.n_cascades);
-    std::vector<uint8_t> blocks((size_t)m.n_cascades * kBlocksPerCascade / 8);
-    for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = block_bits_byte(bits.data(), i);
-    // A block bit is set iff one of its cells is.
-    for (uint32_t b = 0; b < m.n_cascades * kBlocksPerCascade; b += 97) {
-        bool any = false;
-        for (uint32_t i = 0; i < kCellsPerBlock; ++i) any |= grid_bit(bits.data(), b * kCellsPerBlock + i);
-        EXPECT_EQ(grid_bit(blocks.data(), b), any) << "block " << b;
-    }
-    const Box3 bounds = cascade_box(m.n_cascades - 1);
-    int same = 0, with_samples = 0;
-    size_t stretches = 0, skipped = 0;
-    const int n_rays = 2000;
-    for (int r = 0; r < n_rays; ++r) {
-        const Vec3 o{rng.uniform(-1.f, 2.f), rng.uniform(-1.f, 2.f), 3.f};
-        const Vec3 d = normalize(Vec3{0.5f, 0.5f, 0.5f} + Vec3{rng.uniform(-.4f, .4f), rng.uniform(-.4f, .4f), 0} - o);
-        const MarchCursor c = march_start(o, d, bounds, rng.uniform(0.f, 1.f), m);
-        std::vector<float> each, stretched;
-        for (uint32_t k = 0; c.t <= c.t1; ++k) {
-            const float t = lattice_t(c.t_start, k);
-            if (!(t <= c.t1)) break;
-            if (lattice_point_occupied(ray_point(o, d, t), kMinStep, bits.data(), m)) each.push_back(t);
-        }
-        for (uint32_t k0 = 0; c.t <= c.t1 && lattice_t(c.t_start, k0) <= c.t1; k0 += 8) {
-            const float t_last = lattice_t(c.t_start, k0 + 7);
-            ++stretches;
-            if (t_last <= c.t1 && in_one_empty_block(ray_point(o, d, lattice_t(c.t_start, k0)), ray_point(o, d, t_last),
-                                                      kMinStep, blocks.data(), m)) {
-                ++skipped;
-                continue;
-            }
-            for (uint32_t k = k0; k < k0 + 8; ++k) {
-                const float t = lattice_t(c.t_start, k);
-                if (t <= c.t1 && lattice_point_occupied(ray_point(o, d, t), kMinStep, bits.data(), m))
-                    stretched.push_back(t);
-            }
-        }
-        same += stretched == each;
-        with_samples += !each.empty();
-    }
-    EXPECT_EQ(same, n_rays);
-    EXPECT_GT(with_samples, n_rays / 20);
-    EXPECT_GT(skipped, stretches / 2) << skipped << " of " << stretches << " stretches skipped";
-}
-
 TEST(NerfRayMarch, LongStepsTestCoarserCascades) {
     EXPECT_EQ(dt_cascade(kMinStep, 8), 0);            // 2 dt < 1/128
     EXPECT_EQ(dt_cascade(1.f / 256, 8), 0);           // 2 dt = 1/128: still cascade 0

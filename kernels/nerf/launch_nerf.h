@@ -25,7 +25,6 @@ constexpr uint32_t kDroppedRay = 0xFFFFFFFFu;
 // step rule.
 struct NerfMarchView {
     const uint8_t* bits = nullptr;
-    const uint8_t* block_bits = nullptr;  // ray_marching_math.h, "Blocks of 8^3 cells"
     Box3 bounds;
     nerf::MarchSettings march;
 };
@@ -218,8 +217,6 @@ void launch_nerf_grid_bits(const float* density, const float* threshold, size_t 
                            cudaStream_t stream);
 // pool_cascade_bits: cascade k's inner octant ORs cascade k-1's bytes, k = 1 .. n-1.
 void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream);
-// block_bits_byte of every byte of block_bits (n_cascades * kBlocksPerCascade / 8 bytes).
-void launch_nerf_grid_block_bits(const uint8_t* bits, int n_cascades, uint8_t* block_bits, cudaStream_t stream);
 // Morton indices (within cascade k) of its occupied cells, compacted; *n_out
 // their count. `temp` / `temp_bytes`: CUB scratch (query with temp = null).
 void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32_t* n_out, void* temp,

@@ -62,60 +62,33 @@ __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec
 }
 
 // Marches a fixed-step ray (cone 0) with the calling warp, all 32 lanes with
-// the same arguments: each round takes 32 stretches of kMarchStretch
-// consecutive lattice points, one per lane. A stretch whose ends lie in one
-// empty block of cells is skipped whole (in_one_empty_block; most of a ray
-// crosses empty space); otherwise its lane tests each point, and the bit
-// reads of a ray overlap instead of following one another. Calls emit(i, p,
-// t) on the lane holding sample i (< max_samples); returns the sample count.
-// The samples are march_ray's: every lattice point whose tested cell is
-// occupied (ray_marching_math.h).
-constexpr uint32_t kMarchStretch = 8;
-
+// the same arguments: each round tests 32 consecutive lattice points, one per
+// lane, so the bitfield reads of a ray overlap instead of following one
+// another. Calls emit(i, p, t) on the lane holding sample i (< max_samples);
+// returns the sample count. The samples are march_ray's: every lattice point
+// whose tested cell is occupied (ray_marching_math.h).
 template <typename Emit>
 __device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCursor& c, const uint8_t* bits,
-                                     const uint8_t* block_bits, const nerf::MarchSettings& m, Emit&& emit) {
+                                     const nerf::MarchSettings& m, Emit&& emit) {
     if (!(c.t <= c.t1)) return 0;
     const uint32_t lane = lane_index();
+    const uint32_t lanes_below = (1u << lane) - 1u;
     int n = 0;
-    for (uint32_t k0 = c.k;; k0 += 32 * kMarchStretch) {
-        const uint32_t first = k0 + lane * kMarchStretch;
-        const float t_last = nerf::lattice_t(c.t_start, first + kMarchStretch - 1);
-        bool skip = false;
-        if (block_bits && t_last <= c.t1) {
-            const Vec3 a = nerf::ray_point(origin, dir, nerf::lattice_t(c.t_start, first));
-            skip = nerf::in_one_empty_block(a, nerf::ray_point(origin, dir, t_last), nerf::kMinStep, block_bits, m);
+    for (uint32_t k0 = c.k;; k0 += 32) {
+        const float t = nerf::lattice_t(c.t_start, k0 + lane);
+        const bool inside = t <= c.t1;
+        Vec3 p{0, 0, 0};
+        bool occupied = false;
+        if (inside) {
+            p = nerf::ray_point(origin, dir, t);
+            occupied = nerf::lattice_point_occupied(p, nerf::kMinStep, bits, m);
         }
-        uint32_t occupied = 0;  // bit j: point first + j emits
-        bool outside = false;
-        if (!skip) {
-#pragma unroll
-            for (uint32_t j = 0; j < kMarchStretch; ++j) {
-                const float t = nerf::lattice_t(c.t_start, first + j);
-                if (!(t <= c.t1)) {
-                    outside = true;
-                    continue;
-                }
-                const Vec3 p = nerf::ray_point(origin, dir, t);
-                if (nerf::lattice_point_occupied(p, nerf::kMinStep, bits, m)) occupied |= 1u << j;
-            }
-        }
-        // Samples before this lane's: an inclusive scan of the counts.
-        const int count = __popc(occupied);
-        int through = count;
-        for (int offset = 1; offset < 32; offset <<= 1) {
-            const int v = __shfl_up_sync(kFullMask, through, offset);
-            if (lane >= (uint32_t)offset) through += v;
-        }
-        int i = n + through - count;
-        for (uint32_t bits_left = occupied; bits_left != 0; bits_left &= bits_left - 1, ++i) {
-            if (i >= m.max_samples) break;
-            const float t = nerf::lattice_t(c.t_start, first + (uint32_t)__ffs(bits_left) - 1);
-            emit(i, nerf::ray_point(origin, dir, t), t);
-        }
-        n += __shfl_sync(kFullMask, through, 31);
+        const uint32_t mask = __ballot_sync(kFullMask, occupied);
+        const int i = n + __popc(mask & lanes_below);
+        if (occupied && i < m.max_samples) emit(i, p, t);
+        n += __popc(mask);
         if (n >= m.max_samples) return m.max_samples;
-        if (__any_sync(kFullMask, outside)) return n;
+        if (__ballot_sync(kFullMask, inside) != kFullMask) return n;
     }
 }
 
@@ -156,8 +129,8 @@ __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const TrainingRay tr = training_ray(a, r, lane_index() == 0);
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
-    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.block_bits,
-                                        a.grid.march, [](int, Vec3, float) {});
+    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.march,
+                                        [](int, Vec3, float) {});
     if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
 }
 
@@ -212,10 +185,9 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
     const Vec3 dir = tr.ray.direction;
-    const auto store = [&](int i, Vec3 p, float t) {
+    warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, [&](int i, Vec3 p, float t) {
         store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
-    };
-    warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.block_bits, a.grid.march, store);
+    });
 }
 
 __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
@@ -786,29 +758,6 @@ void launch_nerf_grid_threshold(const double* cascade0_sum, float* threshold, cu
 void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
                            cudaStream_t stream) {
     grid_bits_kernel<<<blocks_for(n_cells / 8), kThreads, 0, stream>>>(density, threshold, n_cells / 8, bits);
-    FUSEDNGP_GPU_CHECK(cudaGetLastError());
-}
-
-// Thread b: block b's 64 bytes of cell bits as four 16-byte loads; a warp's 32
-// blocks are one 32-bit word of block bits (bit b % 8 of byte b / 8 on a
-// little-endian device, as block_bits_byte writes them).
-__global__ void grid_block_bits_kernel(const uint4* bits, uint32_t n_blocks, uint32_t* block_words) {
-    const uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-    bool any = false;
-    if (b < n_blocks) {
-        for (int i = 0; i < 4; ++i) {
-            const uint4 v = bits[4 * (size_t)b + i];
-            any |= (v.x | v.y | v.z | v.w) != 0u;
-        }
-    }
-    const uint32_t word = __ballot_sync(kFullMask, any);
-    if (lane_index() == 0 && b < n_blocks) block_words[b / 32] = word;
-}
-
-void launch_nerf_grid_block_bits(const uint8_t* bits, int n_cascades, uint8_t* block_bits, cudaStream_t stream) {
-    const uint32_t n_blocks = (uint32_t)n_cascades * nerf::kBlocksPerCascade;  // a multiple of 32
-    grid_block_bits_kernel<<<blocks_for(n_blocks), kThreads, 0, stream>>>(
-        reinterpret_cast<const uint4*>(bits), n_blocks, reinterpret_cast<uint32_t*>(block_bits));
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

@@ -14,7 +14,6 @@ DeviceOccupancyGrid::DeviceOccupancyGrid(int n_cascades, nerf::OccupancyGridSett
     density_.resize(n_cells());
     fresh_.resize(n_cells());
     bits_.resize(n_cells() / 8);
-    block_bits_.resize((size_t)n_cascades * nerf::kBlocksPerCascade / 8);
     cells_.resize(nerf::kGridCells);
     occupied_.resize(nerf::kGridCells);
     n_occupied_.resize(1);
@@ -24,7 +23,6 @@ DeviceOccupancyGrid::DeviceOccupancyGrid(int n_cascades, nerf::OccupancyGridSett
     threshold_.resize(1);
     density_.fill_bytes(0, stream);
     bits_.fill_bytes(0xFF, stream);  // before the first update every cell is marched
-    block_bits_.fill_bytes(0xFF, stream);
     size_t select_bytes = 0, sum_bytes = 0;
     gpu::nerf_occupied_cells(nullptr, 0, nullptr, nullptr, nullptr, select_bytes, stream);
     gpu::nerf_sum(nullptr, nerf::kGridCells, nullptr, nullptr, sum_bytes, stream);
@@ -71,11 +69,6 @@ void DeviceOccupancyGrid::finish_update(cudaStream_t stream) {
     gpu::launch_nerf_grid_threshold(sum_.data(), threshold_.data(), stream);
     gpu::launch_nerf_grid_bits(density_.data(), threshold_.data(), n_cells(), bits_.data(), stream);
     gpu::launch_nerf_grid_pool(bits_.data(), n_cascades_, stream);
-    refresh_block_bits(stream);
-}
-
-void DeviceOccupancyGrid::refresh_block_bits(cudaStream_t stream) {
-    gpu::launch_nerf_grid_block_bits(bits_.data(), n_cascades_, block_bits_.data(), stream);
 }
 
 nerf::OccupancyGrid DeviceOccupancyGrid::download(int aabb_scale, cudaStream_t stream) const {
@@ -94,7 +87,6 @@ void DeviceOccupancyGrid::upload(const std::vector<float>& density, const std::v
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
     density_.upload(density);
     bits_.upload(bits);
-    refresh_block_bits(stream);
 }
 
 } // namespace fusedngp

@@ -28,9 +28,6 @@ public:
     int n_cascades() const { return n_cascades_; }
     size_t n_cells() const { return (size_t)n_cascades_ * nerf::kGridCells; }
     const uint8_t* bits() const { return bits_.data(); }
-    // Whether each block of 8^3 cells has an occupied one (ray_marching_math.h),
-    // kept current with bits().
-    const uint8_t* block_bits() const { return block_bits_.data(); }
 
     // One update (every occupancy_update_interval training steps).
     void update(const DensityFn& density_fn, uint32_t step, cudaStream_t stream);
@@ -46,13 +43,12 @@ public:
 
 private:
     void finish_update(cudaStream_t stream);
-    void refresh_block_bits(cudaStream_t stream);
 
     int n_cascades_;
     nerf::OccupancyGridSettings settings_;
     uint64_t key_;
     gpu::DeviceBuffer<float> density_, fresh_;
-    gpu::DeviceBuffer<uint8_t> bits_, block_bits_;
+    gpu::DeviceBuffer<uint8_t> bits_;
     gpu::DeviceBuffer<uint32_t> cells_, occupied_, n_occupied_;
     gpu::DeviceBuffer<float> points_, values_, threshold_;
     gpu::DeviceBuffer<double> sum_;  // cascade 0's densities

@@ -236,7 +236,6 @@ void NerfCudaTrainer::upload_dataset() {
 gpu::NerfMarchView NerfCudaTrainer::march_view() const {
     gpu::NerfMarchView v;
     v.bits = grid_->bits();
-    v.block_bits = grid_->block_bits();
     v.bounds = bounds_;
     v.march = march_;
     return v;

@@ -269,47 +269,6 @@ FUSEDNGP_HD bool lattice_point_occupied(Vec3 p, float dt, const uint8_t* bits, c
     return k < m.n_cascades && grid_bit(bits, grid_index(k, cell_of(p, k)));
 }
 
-// ---- Blocks of 8^3 cells ---------------------------------------------------
-//
-// A block is 8 x 8 x 8 cells of one cascade: in Morton order its cells are
-// 512 consecutive indices (64 bytes of bits), so block = grid index / 512 and
-// a cascade has 4096. Block bits (one bit each, bit (block % 8) of byte
-// (block / 8)) say whether any cell of the block is occupied. They let a
-// fixed-step march skip a stretch of lattice points whose first and last
-// points lie in one empty block of one cascade: each coordinate of
-// p = fma(dir, t, origin) is monotone in t, and so are the cascade's cell
-// coordinates, so every point between lies in that block too (a point
-// between may fall in a finer cascade, whose cells there are empty as well:
-// pooling ORs them into the coarser cells).
-constexpr uint32_t kCellsPerBlock = 512;
-constexpr uint32_t kBlocksPerCascade = kGridCells / kCellsPerBlock;
-
-// The block of lattice point p's tested cell (a step dt), or -1 outside the grid.
-FUSEDNGP_HD int64_t lattice_point_block(Vec3 p, float dt, const MarchSettings& m) {
-    const int k = march_cascade(p, dt, m.n_cascades);
-    if (k >= m.n_cascades) return -1;
-    return (int64_t)(grid_index(k, cell_of(p, k)) / kCellsPerBlock);
-}
-
-// Whether the points a and b (in marching order on one ray, the same dt) lie
-// in one block without an occupied cell.
-FUSEDNGP_HD bool in_one_empty_block(Vec3 a, Vec3 b, float dt, const uint8_t* block_bits, const MarchSettings& m) {
-    const int64_t block = lattice_point_block(a, dt, m);
-    return block >= 0 && block == lattice_point_block(b, dt, m) && !grid_bit(block_bits, (uint32_t)block);
-}
-
-// Block bits of a grid's cell bits (n_cascades * kBlocksPerCascade / 8 bytes).
-FUSEDNGP_HD uint8_t block_bits_byte(const uint8_t* bits, uint32_t byte) {
-    uint8_t out = 0;
-    for (uint32_t b = 0; b < 8; ++b) {
-        const uint8_t* cells = bits + (size_t)(8 * byte + b) * (kCellsPerBlock / 8);
-        uint8_t any = 0;
-        for (uint32_t i = 0; i < kCellsPerBlock / 8; ++i) any |= cells[i];
-        if (any) out |= (uint8_t)(1u << b);
-    }
-    return out;
-}
-
 // Where a march resumes: the next lattice point `t` (index `k` of the fixed
 // lattice that starts at t_start) and the box's exit `t1`. A march in
 // segments (march_start, then march_segment until it finishes) visits
