@@ -40,6 +40,10 @@ struct NerfSampleBuffers {
     uint32_t capacity = 0;
 };
 
+// The count pass stores this many rounds' ballots (32 lattice points each)
+// of a ray marched by a warp, so the write pass needs no second march.
+constexpr uint32_t kNerfStoredMarchRounds = 32;
+
 struct NerfTrainingRaysArgs {
     uint64_t key = 0, step = 0;
     uint32_t n_rays = 0;
@@ -58,6 +62,10 @@ struct NerfTrainingRaysArgs {
     // Written: [0] samples asked for (may exceed capacity), [1] rays kept,
     // [2] samples kept.
     uint32_t* counters = nullptr;
+    // Rays r < masked_rays keep their march's ballots at round_masks + r *
+    // kNerfStoredMarchRounds (fixed step); the others march twice.
+    uint32_t* round_masks = nullptr;
+    uint32_t masked_rays = 0;
     void* scan_temp = nullptr;  // nerf_ray_scan_temp_bytes(n_rays) bytes
     size_t scan_temp_bytes = 0;
 };

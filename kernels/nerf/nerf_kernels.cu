@@ -66,15 +66,20 @@ __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec
 // lane, so the bitfield reads of a ray overlap instead of following one
 // another. Calls emit(i, p, t) on the lane holding sample i (< max_samples);
 // returns the sample count. The samples are march_ray's: every lattice point
-// whose tested cell is occupied (ray_marching_math.h).
+// whose tested cell is occupied (ray_marching_math.h). Starts at round
+// `first_round` with `n` samples before it; where `round_masks` is given,
+// round q's ballot (bit j: point 32 q + j emits) goes to round_masks[q] for
+// q < kStoredRounds.
+constexpr uint32_t kStoredRounds = kNerfStoredMarchRounds;
+
 template <typename Emit>
 __device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCursor& c, const uint8_t* bits,
-                                     const nerf::MarchSettings& m, Emit&& emit) {
-    if (!(c.t <= c.t1)) return 0;
+                                     const nerf::MarchSettings& m, Emit&& emit, uint32_t first_round = 0, int n = 0,
+                                     uint32_t* round_masks = nullptr) {
+    if (!(c.t <= c.t1)) return n;
     const uint32_t lane = lane_index();
     const uint32_t lanes_below = (1u << lane) - 1u;
-    int n = 0;
-    for (uint32_t k0 = c.k;; k0 += 32) {
+    for (uint32_t round = first_round, k0 = c.k + 32 * first_round;; ++round, k0 += 32) {
         const float t = nerf::lattice_t(c.t_start, k0 + lane);
         const bool inside = t <= c.t1;
         Vec3 p{0, 0, 0};
@@ -84,6 +89,7 @@ __device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCur
             occupied = nerf::lattice_point_occupied(p, nerf::kMinStep, bits, m);
         }
         const uint32_t mask = __ballot_sync(kFullMask, occupied);
+        if (round_masks && round < kStoredRounds && lane == 0) round_masks[round] = mask;
         const int i = n + __popc(mask & lanes_below);
         if (occupied && i < m.max_samples) emit(i, p, t);
         n += __popc(mask);
@@ -129,8 +135,9 @@ __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const TrainingRay tr = training_ray(a, r, lane_index() == 0);
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
+    uint32_t* masks = r < a.masked_rays ? a.round_masks + (size_t)r * kStoredRounds : nullptr;
     const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.march,
-                                        [](int, Vec3, float) {});
+                                        [](int, Vec3, float) {}, 0, 0, masks);
     if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
 }
 
@@ -185,9 +192,34 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
     const Vec3 dir = tr.ray.direction;
-    warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, [&](int i, Vec3 p, float t) {
+    const auto store = [&](int i, Vec3 p, float t) {
         store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
-    });
+    };
+    if (r >= a.masked_rays || !(c.t <= c.t1)) {
+        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store);
+        return;
+    }
+    // The count's ballots of the first kStoredRounds rounds, one per lane:
+    // lane q emits round q's samples after the rounds before it. Rounds past
+    // the ray's end hold older masks; their bits come after its n samples and
+    // are not emitted.
+    const uint32_t lane = lane_index();
+    const uint32_t mask = a.round_masks[(size_t)r * kStoredRounds + lane];
+    const int count = __popc(mask);
+    int through = count;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const int v = __shfl_up_sync(kFullMask, through, offset);
+        if (lane >= (uint32_t)offset) through += v;
+    }
+    int i = through - count;
+    for (uint32_t left = mask; left != 0 && i < (int)n; left &= left - 1, ++i) {
+        const float t = nerf::lattice_t(c.t_start, c.k + 32 * lane + (uint32_t)__ffs(left) - 1);
+        store(i, nerf::ray_point(tr.ray.origin, dir, t), t);
+    }
+    // A ray longer than the stored rounds marches on from there.
+    const int stored = __shfl_sync(kFullMask, through, 31);
+    if (stored < (int)n)
+        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store, kStoredRounds, stored);
 }
 
 __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {

@@ -31,6 +31,9 @@ constexpr uint32_t kViewRunSamples = 1u << 18;
 // Marched samples per step at most, in budgets: instant-ngp's lego keeps
 // about half of what it marches once trained.
 constexpr uint32_t kMarchBudgets = 4;
+// Rays whose march ballots the count pass stores for the write pass (16 MB
+// a march set; lego's steps have ~37 k rays, the rest march twice).
+constexpr uint32_t kMaskedRays = 1u << 17;
 // The march limit over what the step's rays marched on average per ray: the
 // density pass runs over the whole limit (its batch is set before the count
 // is known), so the margin is paid every step. A sum over ~3.5 x 10^4 rays
@@ -208,6 +211,7 @@ void NerfCudaTrainer::allocate_buffers() {
         set.target.resize(3 * (size_t)max_rays_);
         set.background.resize(3 * (size_t)max_rays_);
         set.counters.resize(3);
+        set.round_masks.resize((size_t)std::min(kMaskedRays, max_rays_) * gpu::kNerfStoredMarchRounds);
         set.scan_temp.resize(std::max<size_t>(gpu::nerf_ray_scan_temp_bytes(max_rays_), 1));
     }
     marched_density_out_.resize(kDensityOutputs * m);
@@ -399,6 +403,8 @@ void NerfCudaTrainer::issue_march(uint64_t step) {
     a.ray_target = m.target.data();
     a.ray_background = m.background.data();
     a.counters = m.counters.data();
+    a.round_masks = m.round_masks.data();
+    a.masked_rays = std::min(kMaskedRays, max_rays_);
     a.scan_temp = m.scan_temp.data();
     a.scan_temp_bytes = m.scan_temp.size();
     gpu::launch_nerf_training_rays(a, march_stream_);

@@ -164,6 +164,7 @@ private:
         gpu::DeviceBuffer<uint32_t> first, count;
         gpu::DeviceBuffer<float> target, background;  // [rays][3]
         gpu::DeviceBuffer<uint32_t> counters;          // NerfTrainingRaysArgs::counters
+        gpu::DeviceBuffer<uint32_t> round_masks;       // NerfTrainingRaysArgs::round_masks
         gpu::DeviceBuffer<uint8_t> scan_temp;
         uint64_t step = kNoStep;  // the step whose rays it holds
         uint32_t n_rays = 0, limit = 0;

@@ -140,17 +140,15 @@ TEST(NerfGpu, FixedTrainingBackgroundGivesTheCpuTrainersFirstLoss) {
     EXPECT_NEAR(gpu_loss, fixed, 2e-3 * fixed);
 }
 
-// A sparse grid (the cells of a ball) on both trainers, fixed step: the
-// GPU's warp march (32 lattice points per round) places the samples of the
-// CPU's sequential walk, which skips empty cells.
-TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
-    REQUIRE_DEVICE();
-    const Scene scene = synthetic_scene(6, 0, 16);
-    NerfTrainerSettings s = fixed_step_settings(2048);
-    NerfTrainer<float> cpu(scene.train, small_config("L2"), s);
-    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+// The ball of occupied cascade-0 cells below, and with `outer_occupied` every
+// cell of the cascades around the unit cube.
+void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t rays, bool outer_occupied) {
+    NerfTrainerSettings s = fixed_step_settings(rays);
+    NerfTrainer<float> cpu(train, small_config("L2"), s);
+    NerfCudaTrainer gpu(train, small_config("L2"), s);
     nerf::NerfTrainingState state = gpu.save_state();
     std::fill(state.grid_bits.begin(), state.grid_bits.end(), 0);
+    if (outer_occupied) std::fill(state.grid_bits.begin() + nerf::kGridCells / 8, state.grid_bits.end(), 0xFF);
     for (uint32_t m = 0; m < nerf::kGridCells; ++m) {
         const Box3 b = nerf::cell_box(0, nerf::morton3_decode(m));
         const Vec3 c = (b.lo + b.hi) * 0.5f;
@@ -184,6 +182,26 @@ TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
     EXPECT_GT(rays_with_samples, marched.size() / 4);
     EXPECT_GE(same_count, marched.size() - marched.size() / 100);
     EXPECT_EQ(close, same_count);
+}
+
+// A sparse grid (the cells of a ball) on both trainers, fixed step: the
+// GPU's warp march (32 lattice points per round; the write pass places the
+// count pass's stored ballots of the first 32 rounds and marches on past
+// them) places the samples of the CPU's sequential walk, which skips empty
+// cells. aabb_scale 1 keeps every ray within 32 rounds (1024 lattice points
+// span the unit cube's diagonal); with aabb_scale 2 and the outer cascade
+// all occupied, rays sample the box twice as wide up to its far side, past
+// round 32 (256 rays: up to 1024 samples each fit the budget).
+TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
+    REQUIRE_DEVICE();
+    Scene scene = synthetic_scene(6, 0, 16);
+    {
+        SCOPED_TRACE("aabb_scale 1");
+        expect_warp_march_places_cpu_samples(scene.train, 2048, false);
+    }
+    SCOPED_TRACE("aabb_scale 2");
+    scene.train.aabb_scale = 2;
+    expect_warp_march_places_cpu_samples(scene.train, 256, true);
 }
 
 // Of the rays with samples in `marched` (per ray t, the GPU's; a ray the
