@@ -137,7 +137,6 @@ struct NerfRayLossArgs {
     const float* ray_background = nullptr;
     const float* sigma = nullptr;  // [capacity]
     const float* rgb = nullptr;    // [capacity][3]
-    const float* t = nullptr;
     const float* dt = nullptr;
     nerf::RayLoss loss;
     const uint32_t* counters = nullptr;  // [1]: rays kept: the mean's divisor is 3 * that

@@ -294,7 +294,6 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
     a.ray_background = ray_background;
     a.sigma = sigma_.data();
     a.rgb = rgb_.data();
-    a.t = t_.data();
     a.dt = dt_.data();
     a.loss = ray_loss_;
     a.counters = &state->compact[0];
