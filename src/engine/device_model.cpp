@@ -91,7 +91,7 @@ void DeviceModel::forward(const float* d_in, float* d_out, uint32_t batch, cudaS
     const gpu::ConstDeviceRows in = gpu::const_rows(d_in, n_input_dims());
     if (caller_columns_encoding_)
         caller_columns_encoding_->forward_except_copy(in, gpu::rows(encoded_.data(), n_enc), batch, caller_columns_,
-                                                      stream);
+                                                      caller_columns_count_, stream);
     else
         encoding_->forward(in, gpu::rows(encoded_.data(), n_enc), batch, stream);
     forward_encoded(d_out, batch, stream);
@@ -130,6 +130,7 @@ int DeviceModel::encode_columns_by_caller(uint32_t column, uint32_t n) {
     if (encoded_column < 0) return -1;
     caller_columns_encoding_ = composite;
     caller_columns_ = column;
+    caller_columns_count_ = n;
     return encoded_column;
 }
 

@@ -135,9 +135,9 @@ private:
     uint32_t capacity_ = 0;
     bool sparse_ = false;
     // Set by encode_columns_by_caller: the Composite whose copying part
-    // forward() skips, and that part's first input column.
+    // forward() skips, and that part's input columns.
     const gpu::GpuCompositeEncoding* caller_columns_encoding_ = nullptr;
-    uint32_t caller_columns_ = 0;
+    uint32_t caller_columns_ = 0, caller_columns_count_ = 0;
 };
 
 } // namespace fusedngp

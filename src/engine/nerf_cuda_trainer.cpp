@@ -196,7 +196,8 @@ void NerfCudaTrainer::allocate_buffers() {
     d_sigma_.resize(g);
     d_rgb_.resize(3 * g);
     d_colour_raw_.resize(3 * g);
-    d_colour_in_.resize(kColourInputs * g);
+    // Only where the colour encoding computes the features' input gradient.
+    if (colour_feature_column_ < 0) d_colour_in_.resize(kColourInputs * g);
     d_density_out_.resize(kDensityOutputs * g);
     scratch_.resize((size_t)std::max(density_->n_encoded_dims(), colour_->n_encoded_dims()) *
                     std::max(march_capacity_, view_capacity_));

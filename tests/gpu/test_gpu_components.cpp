@@ -915,7 +915,7 @@ TEST_F(GpuTest, CompositeLeavesCopiedColumnsToCaller) {
     const DeviceBuffer<float> in = upload(random_vector((size_t)batch * n_in, 7, 0.f, 1.f));
     DeviceBuffer<float> full = poisoned((size_t)batch * n_out, stream_), partial = poisoned(full.size(), stream_);
     enc.gpu->forward(const_rows(in.data(), n_in), rows(full.data(), n_out), batch, stream_);
-    composite->forward_except_copy(const_rows(in.data(), n_in), rows(partial.data(), n_out), batch, 3, stream_);
+    composite->forward_except_copy(const_rows(in.data(), n_in), rows(partial.data(), n_out), batch, 3, 16, stream_);
     const std::vector<float> a = download(full.data(), full.size()), b = download(partial.data(), partial.size());
     const std::vector<float> x = download(in.data(), in.size());
     for (uint32_t i = 0; i < batch; ++i) {

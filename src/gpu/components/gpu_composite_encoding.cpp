@@ -44,9 +44,10 @@ int GpuCompositeEncoding::copied_output_column(uint32_t column, uint32_t n) cons
 }
 
 void GpuCompositeEncoding::forward_except_copy(ConstDeviceRows in, DeviceRows out, uint32_t batch, uint32_t column,
-                                               cudaStream_t stream) const {
+                                               uint32_t n, cudaStream_t stream) const {
+    const Part* skipped = copying_part(column, n);
     for (const Part& part : parts_) {
-        if (part.input_offset == column && part.encoding->copies_input()) continue;
+        if (&part == skipped) continue;
         part.encoding->forward({in.data + part.input_offset, in.stride}, {out.data + part.output_offset, out.stride},
                                batch, stream);
     }

@@ -36,11 +36,12 @@ public:
     // Input columns [column, column + n) that one nested encoding copies
     // unchanged (copies_input): the first output column they land in, or -1.
     int copied_output_column(uint32_t column, uint32_t n) const;
-    // forward() but for that nested encoding (copied_output_column(column, n)
-    // must be >= 0): for a caller that writes those output columns itself
-    // (NeRF's trainer puts the density features straight into the colour
-    // network's encoded rows instead of copying them twice).
-    void forward_except_copy(ConstDeviceRows in, DeviceRows out, uint32_t batch, uint32_t column,
+    // forward() but for that nested encoding (none skipped where
+    // copied_output_column(column, n) is -1): for a caller that writes those
+    // output columns itself (NeRF's trainer puts the density features
+    // straight into the colour network's encoded rows instead of copying
+    // them twice).
+    void forward_except_copy(ConstDeviceRows in, DeviceRows out, uint32_t batch, uint32_t column, uint32_t n,
                              cudaStream_t stream) const;
 
     size_t n_nested() const { return parts_.size(); }
