@@ -108,6 +108,10 @@ struct NerfCompactArgs {
     const float* in_encoded = nullptr;
     float* out_encoded = nullptr;
     uint32_t encoded_dims = 0;
+    // Optional scratch, out.capacity entries: each kept sample's marched row,
+    // so the copy runs a thread per row (and float4 of encoding) instead of
+    // a warp per ray (~7 kept samples: most lanes idle).
+    uint32_t* source_row = nullptr;
 };
 
 // Compaction (instant-ngp's): per ray, the samples render_ray would composite

@@ -319,6 +319,39 @@ __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
     for (size_t k = lane_index(); k < count; k += 32) dst[k] = src[k];
 }
 
+// The row-parallel copy (NerfCompactArgs::source_row): the ray's warp places
+// it and writes where each kept sample comes from.
+__global__ void map_compacted_kernel(const NerfCompactArgs a) {
+    const uint32_t r = warp_ray_index();
+    if (r >= a.n_rays) return;
+    uint32_t base = 0, n = 0;
+    if (!place_ray(r, a.counters, a.out_first, a.out_count, base, n)) return;
+    const uint32_t from0 = a.ray_first[r];
+    for (uint32_t j = lane_index(); j < n; j += 32) a.source_row[base + j] = from0 + j;
+}
+
+// Thread k: float4 k % quads of kept row k / quads of the encoding (quads = 0:
+// none), and the row's first thread also its position, direction, t and dt.
+__global__ void copy_compacted_rows_kernel(const NerfCompactArgs a, uint32_t quads) {
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t per_row = quads > 0 ? quads : 1;
+    const uint32_t to = k / per_row, q = k - to * per_row;
+    if (to >= a.counters[2]) return;
+    const uint32_t from = a.source_row[to];
+    if (quads > 0) {
+        const float4* src = reinterpret_cast<const float4*>(a.in_encoded) + (size_t)from * quads;
+        reinterpret_cast<float4*>(a.out_encoded)[(size_t)to * quads + q] = src[q];
+    }
+    if (q != 0) return;
+    for (int c = 0; c < 3; ++c) {
+        a.out.positions[3 * (size_t)to + c] = a.in.positions[3 * (size_t)from + c];
+        const float d = a.in.directions[(size_t)from * a.in.direction_stride + c];
+        a.out.directions[(size_t)to * a.out.direction_stride + c] = d;
+    }
+    a.out.t[to] = a.in.t[from];
+    a.out.dt[to] = a.in.dt[from];
+}
+
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
                                     uint32_t dst_offset, uint32_t cols, uint32_t n) {
     const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -670,7 +703,21 @@ void launch_nerf_compact_rays(const NerfCompactArgs& a, cudaStream_t stream) {
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
     reserve_ranges(a.out_count, a.out_first, a.n_rays, a.out.capacity, a.rays_limit, a.counters, a.scan_temp,
                    a.scan_temp_bytes, stream);
-    copy_compacted_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+    // Row-parallel where the encoding (if copied) goes as float4s.
+    const bool quad_rows = a.in_encoded == nullptr ||
+                           (a.encoded_dims % 4 == 0 &&
+                            ((reinterpret_cast<uintptr_t>(a.in_encoded) | reinterpret_cast<uintptr_t>(a.out_encoded)) &
+                             15u) == 0);
+    if (a.source_row == nullptr || !quad_rows) {
+        copy_compacted_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+        FUSEDNGP_GPU_CHECK(cudaGetLastError());
+        return;
+    }
+    map_compacted_kernel<<<warp_blocks_for(a.n_rays), kWarpRayThreads, 0, stream>>>(a);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+    const uint32_t quads = a.in_encoded ? a.encoded_dims / 4 : 0;
+    copy_compacted_rows_kernel<<<blocks_for((size_t)a.out.capacity * std::max(quads, 1u)), kThreads, 0, stream>>>(
+        a, quads);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

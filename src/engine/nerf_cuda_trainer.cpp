@@ -218,6 +218,7 @@ void NerfCudaTrainer::allocate_buffers() {
     marched_density_out_.resize(kDensityOutputs * m);
     ray_first_.resize(max_rays_);
     ray_count_.resize(max_rays_);
+    kept_source_row_.resize(capacity_);
     step_state_.resize(1);
     view_counts_.resize(kViewChunkRays + 1);
     view_offsets_.resize(kViewChunkRays + 1);
@@ -440,6 +441,7 @@ void NerfCudaTrainer::compact(MarchSet& m) {
     c.in_encoded = scratch_.data();
     c.out_encoded = density_->encoded_input();
     c.encoded_dims = density_->n_encoded_dims();
+    c.source_row = kept_source_row_.data();
     gpu::launch_nerf_compact_rays(c, stream_);
 }
 

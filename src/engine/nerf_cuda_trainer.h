@@ -156,6 +156,7 @@ private:
     gpu::DeviceBuffer<float> density_out_, colour_raw_, sigma_, rgb_;
     gpu::DeviceBuffer<float> d_sigma_, d_rgb_, d_colour_raw_, d_colour_in_, d_density_out_, scratch_;
     gpu::DeviceBuffer<uint32_t> ray_first_, ray_count_;
+    gpu::DeviceBuffer<uint32_t> kept_source_row_;  // NerfCompactArgs::source_row
     // A step's rays and marched samples, before compaction; two sets, so
     // the next step's march can run while this step trains.
     static constexpr uint64_t kNoStep = ~0ull;
