@@ -745,8 +745,11 @@ void launch_nerf_sigma(const float* density_out, uint32_t density_stride, float*
 
 void launch_nerf_ray_loss(const NerfRayLossArgs& args, cudaStream_t stream) {
     if (args.n_rays == 0) return;
-    // 16 warps per SM take the step's ~3-4 x 10^4 rays in turn.
-    const uint32_t blocks = std::min(warp_blocks_for(args.n_rays), 4u * multiprocessor_count());
+    // 48 warps per SM (40 registers a thread: 12 blocks of 128 fit) take the
+    // step's ~3-4 x 10^4 rays in turn: a ray is a few dependent global loads,
+    // so the kernel is bound by latency; 16 warps per SM took 52 us a lego step
+    // (H100), ~18 rays a warp.
+    const uint32_t blocks = std::min(warp_blocks_for(args.n_rays), 12u * multiprocessor_count());
     ray_loss_kernel<<<blocks, kWarpRayThreads, 0, stream>>>(args);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
