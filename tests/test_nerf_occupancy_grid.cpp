@@ -136,6 +136,22 @@ TEST(NerfGridMath, CellOfAndCellBoxAgree) {
     EXPECT_EQ(cell_of({-0.5f, 0.5f, 0.5f}, 1).x, 0u);
 }
 
+// cell_of multiplies by 2^-k instead of dividing by 2^k: the same float, so
+// the same cell, for points inside and far outside every cascade.
+TEST(NerfGridMath, CellOfMatchesTheDivisionByTheCascadeScale) {
+    Rng rng(5);
+    for (int k = 0; k < kMaxCascades; ++k) {
+        EXPECT_EQ(inverse_cascade_scale(k) * cascade_scale(k), 1.f) << k;
+        for (int i = 0; i < 20000; ++i) {
+            const float p = i % 2 ? rng.uniform(-0.5f, 1.5f) * cascade_scale(k) : rng.uniform(-300.f, 300.f);
+            const float q = ((p - 0.5f) / cascade_scale(k) + 0.5f) * (float)kGridResolution;
+            const int c = (int)std::floor(q);
+            const uint32_t want = (uint32_t)std::clamp(c, 0, kGridResolution - 1);
+            ASSERT_EQ(cell_of(Vec3{p, p, p}, k).x, want) << "p " << p << " cascade " << k;
+        }
+    }
+}
+
 TEST(NerfGridMath, StepSizes) {
     EXPECT_NEAR(kMinStep, std::sqrt(3.f) / 1024.f, 1e-9f);
     for (float t : {0.f, 0.5f, 3.f, 100.f}) EXPECT_EQ(march_step(t, 0.f, 8), kMinStep);  // synthetic: fixed step
