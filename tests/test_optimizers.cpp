@@ -322,6 +322,48 @@ TEST(Ema, AverageIsBiasCorrectedExponentialMean) {
     EXPECT_EQ(w[0], 2.0);  // training continues on the raw parameters
 }
 
+TEST(Ema, WindowFractionOneIsTheRunningMean) {
+    // f = 1: d_t = 1 - 1/t until the decay's cap, i.e. the plain mean of w_1..w_t.
+    SgdSettings sgd;
+    sgd.learning_rate = 1.0;
+    sgd.l2_reg = 0;
+    EmaOptimizer<double> ema(EmaSettings{0.99, 1.0}, std::make_unique<SgdOptimizer<double>>(sgd));
+    ema.allocate(single_group(1));
+    std::vector<double> w = {0.0};
+    const double grads[] = {-1.0, -2.0, 1.0, -4.0};  // w: 1, 3, 2, 6
+    double sum = 0;
+    for (int t = 1; t <= 4; ++t) {
+        std::vector<double> g = {grads[t - 1]};
+        ema.step(w.data(), g.data());
+        sum += w[0];
+        EXPECT_NEAR(ema.inference_params(w.data())[0], sum / t, 1e-14) << "t=" << t;
+    }
+}
+
+TEST(Ema, WindowFractionGrowsTheDecayUpToItsCap) {
+    // f = 0.5, decay 0.6: d_t = min(0.6, max(0, 1 - 2/t)) = 0, 0, 1/3, 1/2, 0.6, 0.6.
+    const double decays[] = {0, 0, 1.0 / 3.0, 0.5, 0.6, 0.6};
+    for (int t = 1; t <= 6; ++t) {
+        const EmaStepWeights w = ema_step_weights(0.6, 0.5, (double)t);
+        EXPECT_NEAR(w.keep, decays[t - 1], 1e-15) << "t=" << t;
+        EXPECT_NEAR(w.keep + w.take, 1.0, 1e-15) << "t=" << t;
+    }
+    SgdSettings sgd;
+    sgd.learning_rate = 1.0;
+    sgd.l2_reg = 0;
+    EmaOptimizer<double> ema(EmaSettings{0.6, 0.5}, std::make_unique<SgdOptimizer<double>>(sgd));
+    ema.allocate(single_group(1));
+    std::vector<double> w = {0.0};
+    double expected = 0;
+    for (int t = 1; t <= 6; ++t) {
+        std::vector<double> g = {t % 2 ? -3.0 : 1.0};
+        ema.step(w.data(), g.data());
+        expected = decays[t - 1] * expected + (1 - decays[t - 1]) * w[0];
+        EXPECT_NEAR(ema.inference_params(w.data())[0], expected, 1e-14) << "t=" << t;
+    }
+    EXPECT_EQ(ema.describe()["window_fraction"], 0.5);
+}
+
 TEST(ExponentialDecay, ScheduleAtChosenSteps) {
     // decay_start 3, decay_interval 2, decay_end 7, decay_base 0.5:
     // updates s = 0..2 use lr0, s = 3,4 lr0/2, s = 5,6 lr0/4, s >= 7 lr0/8.
@@ -532,6 +574,10 @@ TEST(OptimizerFactory, ErrorsNameTheField) {
               "optimizer.skip_zero_gradient_rows");
     EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"decay", 1.5}}), "optimizer.decay");
     EXPECT_EQ(config_error_path({{"otype", "EMA"}}), "optimizer.nested");
+    EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"window_fraction", 0}}),
+              "optimizer.window_fraction");
+    EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"window_fraction", 1.5}}),
+              "optimizer.window_fraction");
     EXPECT_EQ(config_error_path({{"otype", "ExponentialDecay"}}), "optimizer.nested");
     EXPECT_EQ(config_error_path({{"otype", "ExponentialDecay"}, {"nested", {{"otype", "Adam"}}}, {"decay_base", 1.5}}),
               "optimizer.decay_base");

@@ -100,10 +100,10 @@ void launch_sgd_begin_step(OptimizerCounters* counters, const LearningRateSchedu
 void launch_sgd_update(const OptimizerCounters* counters, float l2_reg, float* params, const float* grads,
                        size_t offset, size_t size, cudaStream_t stream);
 
-// From the nested optimizer's (already advanced) step count t:
-// keep = (float)(d (1 - d^(t-1)) / (1 - d^t)), take = (float)((1 - d) / (1 - d^t)).
-void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, EmaWeights* weights,
-                           cudaStream_t stream);
+// From the nested optimizer's (already advanced) step count t, the weights of
+// ema_step_weights (src/optimizers/ema_weights.h) rounded to float.
+void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, double window_fraction,
+                           EmaWeights* weights, cudaStream_t stream);
 // average[i] = keep * average[i] + take * params[i], i < n.
 void launch_ema_update(const EmaWeights* weights, const float* params, float* average, size_t n,
                        cudaStream_t stream);

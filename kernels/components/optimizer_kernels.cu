@@ -10,6 +10,7 @@
 #include "component_device.cuh"
 #include "launch_optimizers.h"
 #include "optimizers/adam_bias.h"
+#include "optimizers/ema_weights.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -222,11 +223,11 @@ __global__ void sgd_update_kernel(const OptimizerCounters* __restrict__ counters
     params[offset + i] -= lr * (grads[offset + i] + l2_reg * params[offset + i]);
 }
 
-__global__ void ema_begin_step_kernel(const OptimizerCounters* nested, double d, EmaWeights* weights) {
-    const double t = (double)nested->step;
-    const double new_weight = 1.0 - pow(d, t);
-    weights->keep = (float)(d * (1.0 - pow(d, t - 1.0)) / new_weight);
-    weights->take = (float)((1.0 - d) / new_weight);
+__global__ void ema_begin_step_kernel(const OptimizerCounters* nested, double decay, double window_fraction,
+                                      EmaWeights* weights) {
+    const EmaStepWeights w = ema_step_weights(decay, window_fraction, (double)nested->step);
+    weights->keep = (float)w.keep;
+    weights->take = (float)w.take;
 }
 
 __global__ void ema_update_kernel(const EmaWeights* __restrict__ weights, const float* __restrict__ params,
@@ -322,9 +323,9 @@ void launch_sgd_update(const OptimizerCounters* counters, float l2_reg, float* p
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 
-void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, EmaWeights* weights,
-                           cudaStream_t stream) {
-    ema_begin_step_kernel<<<1, 1, 0, stream>>>(nested_counters, decay, weights);
+void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, double window_fraction,
+                           EmaWeights* weights, cudaStream_t stream) {
+    ema_begin_step_kernel<<<1, 1, 0, stream>>>(nested_counters, decay, window_fraction, weights);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

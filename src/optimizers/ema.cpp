@@ -1,9 +1,9 @@
 #include "optimizers/ema.h"
 
+#include "core/errors.h"
 #include "optimizers/param_groups.h"
 #include "optimizers/settings_fields.h"
 
-#include <cmath>
 #include <cstdint>
 
 namespace fusedngp {
@@ -13,6 +13,12 @@ EmaSettings parse_ema_settings(const json& config, const std::string& path) {
     EmaSettings s;
     // decay = 1 would never move the average and makes 1 - d^t zero.
     s.decay = get_fraction_below_one(config, path, "decay", s.decay);
+    if (config.contains("window_fraction")) {
+        // f > 1 would give d_1 > 0: the weights would no longer sum to 1.
+        s.window_fraction = get_fraction(config, path, "window_fraction", 0);
+        if (s.window_fraction == 0)
+            throw ConfigError(join_path(path, "window_fraction"), "is 0, allowed range is (0, 1]");
+    }
     get_bool(config, path, "full_precision", false);  // type-checked, not used
     return s;
 }
@@ -30,11 +36,9 @@ void EmaOptimizer<T>::allocate(const std::vector<ParamGroup>& groups) {
 template <typename T>
 void EmaOptimizer<T>::step(T* params, const T* grads) {
     nested_->step(params, grads);
-    const double d = settings_.decay;
-    const double t = (double)nested_->step_count();
-    const double new_weight = 1.0 - std::pow(d, t);
-    const T keep = (T)(d * (1.0 - std::pow(d, t - 1.0)) / new_weight);
-    const T take = (T)((1.0 - d) / new_weight);
+    const EmaStepWeights w = ema_step_weights(settings_.decay, settings_.window_fraction, (double)nested_->step_count());
+    const T keep = (T)w.keep;
+    const T take = (T)w.take;
     const int64_t n = (int64_t)average_.size();
     T* average = average_.data();
 #pragma omp parallel for schedule(static)
@@ -55,7 +59,10 @@ std::vector<StateBuffer<T>> EmaOptimizer<T>::state() {
 
 template <typename T>
 nlohmann::json EmaOptimizer<T>::describe() const {
-    return {{"otype", otype()}, {"decay", settings_.decay}, {"nested", nested_->describe()}};
+    nlohmann::json j = {{"otype", otype()}, {"decay", settings_.decay}};
+    if (settings_.window_fraction > 0) j["window_fraction"] = settings_.window_fraction;
+    j["nested"] = nested_->describe();
+    return j;
 }
 
 template class EmaOptimizer<float>;

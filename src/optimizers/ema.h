@@ -8,9 +8,17 @@
 // started from zero, divided by the weight it has accumulated. So the average
 // is an unbiased mean from the first step on (average_1 = w_1) instead of
 // being pulled towards zero for the first ~1/(1-d) steps.
+//
+// With "window_fraction" f > 0 the decay grows with the step count instead:
+//   d_t = min(decay, max(0, 1 - 1 / (f t))),  average_t = d_t average_(t-1) + (1 - d_t) w_t
+// The average's window 1/(1 - d_t) is the last fraction f of the steps taken,
+// up to 1/(1 - decay): early in training the average follows the fast-moving
+// parameters, later it averages over many steps. d_1 = 0 (f <= 1), so the
+// weights always sum to 1 and no bias correction is needed.
 #pragma once
 
 #include "core/json_fields.h"
+#include "optimizers/ema_weights.h"
 #include "optimizers/optimizer.h"
 
 #include <memory>
@@ -21,9 +29,10 @@ namespace fusedngp {
 
 struct EmaSettings {
     double decay = 0.99;
+    double window_fraction = 0;  // 0: fixed decay, bias-corrected
 };
 
-// Reads "decay" (in [0, 1)). tiny-cuda-nn's "full_precision" is accepted and
+// Reads "decay" (in [0, 1)) and "window_fraction" (in (0, 1]; absent: fixed decay). tiny-cuda-nn's "full_precision" is accepted and
 // ignored: the CPU engine always averages in T.
 EmaSettings parse_ema_settings(const json& config, const std::string& path);
 

@@ -1106,6 +1106,7 @@ std::vector<OptimizerCase> optimizer_cases() {
          {{"otype", "Adam"}, {"learning_rate", 1e-2}, {"beta2", 0.99}, {"per_row_bias_correction", false}}},
         {"Sgd", {{"otype", "SGD"}, {"learning_rate", 0.1}, {"l2_reg", 1e-2}}},
         {"EmaOverAdam", {{"otype", "EMA"}, {"decay", 0.9}, {"nested", adam}}},
+        {"EmaWindowOverAdam", {{"otype", "EMA"}, {"decay", 0.6}, {"window_fraction", 0.5}, {"nested", adam}}},
         {"DecayOverAdam",
          {{"otype", "ExponentialDecay"}, {"decay_start", 1}, {"decay_interval", 2}, {"decay_base", 0.5}, {"nested", adam}}},
         {"DecayOverSgd",
