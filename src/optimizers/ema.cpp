@@ -36,7 +36,8 @@ void EmaOptimizer<T>::allocate(const std::vector<ParamGroup>& groups) {
 template <typename T>
 void EmaOptimizer<T>::step(T* params, const T* grads) {
     nested_->step(params, grads);
-    const EmaStepWeights w = ema_step_weights(settings_.decay, settings_.window_fraction, (double)nested_->step_count());
+    const EmaStepWeights w =
+        ema_step_weights(settings_.decay, settings_.window_fraction, (double)nested_->step_count());
     const T keep = (T)w.keep;
     const T take = (T)w.take;
     const int64_t n = (int64_t)average_.size();
