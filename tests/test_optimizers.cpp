@@ -344,7 +344,8 @@ TEST(Ema, WindowFractionGrowsTheDecayUpToItsCap) {
     // f = 0.5, decay 0.6: d_t = min(0.6, max(0, 1 - 2/t)) = 0, 0, 1/3, 1/2, 0.6, 0.6.
     const double decays[] = {0, 0, 1.0 / 3.0, 0.5, 0.6, 0.6};
     for (int t = 1; t <= 6; ++t) {
-        const EmaStepWeights w = ema_step_weights(0.6, 0.5, (double)t);
+        const EmaStepWeights w = ema_step_weights(0.6, 0.5, 1, (uint64_t)t);
+        EXPECT_TRUE(w.apply);
         EXPECT_NEAR(w.keep, decays[t - 1], 1e-15) << "t=" << t;
         EXPECT_NEAR(w.keep + w.take, 1.0, 1e-15) << "t=" << t;
     }
@@ -362,6 +363,36 @@ TEST(Ema, WindowFractionGrowsTheDecayUpToItsCap) {
         EXPECT_NEAR(ema.inference_params(w.data())[0], expected, 1e-14) << "t=" << t;
     }
     EXPECT_EQ(ema.describe()["window_fraction"], 0.5);
+}
+
+TEST(Ema, UpdateEveryAveragesEveryKthStepWithThePoweredDecay) {
+    // update_every 2, decay 0.5: the average takes w at steps 1, 3, 5 with
+    // D = 0.25 per update, bias-corrected by 1 - D^n; it stays put at 2, 4, 6.
+    SgdSettings sgd;
+    sgd.learning_rate = 1.0;
+    sgd.l2_reg = 0;
+    EmaSettings settings{0.5};
+    settings.update_every = 2;
+    EmaOptimizer<double> ema(settings, std::make_unique<SgdOptimizer<double>>(sgd));
+    ema.allocate(single_group(1));
+    std::vector<double> w = {0.0};
+    const double D = 0.25;
+    double weighted = 0, weight = 0, expected = 0;
+    for (int t = 1; t <= 6; ++t) {
+        std::vector<double> g = {t % 3 ? -1.0 - t : 2.0};
+        ema.step(w.data(), g.data());
+        if (t % 2 == 1) {  // an update: sum_j (1 - D) D^(n-j) w_j / (1 - D^n)
+            weighted = D * weighted + (1 - D) * w[0];
+            weight = D * weight + (1 - D);
+            expected = weighted / weight;
+        }
+        EXPECT_NEAR(ema.inference_params(w.data())[0], expected, 1e-13) << "t=" << t;
+        EXPECT_EQ(ema_step_weights(0.5, 0, 2, (uint64_t)t).apply, t % 2 == 1) << "t=" << t;
+    }
+    // With window_fraction the window counts updates: n = 1, 2, 3 at t = 1, 3, 5.
+    EXPECT_NEAR(ema_step_weights(0.99, 0.5, 2, 5).keep, 1.0 - 1.0 / (0.5 * 3), 1e-15);
+    EXPECT_NEAR(ema_step_weights(0.9, 0.5, 2, 101).keep, 0.81, 1e-15);  // capped at decay^2
+    EXPECT_EQ(ema.describe()["update_every"], 2);
 }
 
 TEST(ExponentialDecay, ScheduleAtChosenSteps) {
@@ -578,6 +609,10 @@ TEST(OptimizerFactory, ErrorsNameTheField) {
               "optimizer.window_fraction");
     EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"window_fraction", 1.5}}),
               "optimizer.window_fraction");
+    EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"update_every", 0}}),
+              "optimizer.update_every");
+    EXPECT_EQ(config_error_path({{"otype", "EMA"}, {"nested", {{"otype", "Adam"}}}, {"update_every", 1.5}}),
+              "optimizer.update_every");
     EXPECT_EQ(config_error_path({{"otype", "ExponentialDecay"}}), "optimizer.nested");
     EXPECT_EQ(config_error_path({{"otype", "ExponentialDecay"}, {"nested", {{"otype", "Adam"}}}, {"decay_base", 1.5}}),
               "optimizer.decay_base");

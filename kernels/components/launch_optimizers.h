@@ -103,8 +103,9 @@ void launch_sgd_update(const OptimizerCounters* counters, float l2_reg, float* p
 // From the nested optimizer's (already advanced) step count t, the weights of
 // ema_step_weights (src/optimizers/ema_weights.h) rounded to float.
 void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, double window_fraction,
-                           EmaWeights* weights, cudaStream_t stream);
-// average[i] = keep * average[i] + take * params[i], i < n.
+                           uint32_t update_every, EmaWeights* weights, cudaStream_t stream);
+// average[i] = keep * average[i] + take * params[i], i < n, on the steps the
+// weights apply to (every thread reads them and returns on the others).
 void launch_ema_update(const EmaWeights* weights, const float* params, float* average, size_t n,
                        cudaStream_t stream);
 

@@ -224,10 +224,11 @@ __global__ void sgd_update_kernel(const OptimizerCounters* __restrict__ counters
 }
 
 __global__ void ema_begin_step_kernel(const OptimizerCounters* nested, double decay, double window_fraction,
-                                      EmaWeights* weights) {
-    const EmaStepWeights w = ema_step_weights(decay, window_fraction, (double)nested->step);
+                                      uint32_t update_every, EmaWeights* weights) {
+    const EmaStepWeights w = ema_step_weights(decay, window_fraction, update_every, nested->step);
     weights->keep = (float)w.keep;
     weights->take = (float)w.take;
+    weights->apply = w.apply ? 1u : 0u;
 }
 
 __global__ void ema_update_kernel(const EmaWeights* __restrict__ weights, const float* __restrict__ params,
@@ -235,6 +236,7 @@ __global__ void ema_update_kernel(const EmaWeights* __restrict__ weights, const 
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     const EmaWeights w = *weights;
+    if (!w.apply) return;
     average[i] = w.keep * average[i] + w.take * params[i];
 }
 
@@ -247,6 +249,7 @@ __global__ void ema_update4_kernel(const EmaWeights* __restrict__ weights, const
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n4) return;
     const EmaWeights w = *weights;
+    if (!w.apply) return;
     const float4 p = params[i];
     float4 a = average[i];
     a.x = w.keep * a.x + w.take * p.x;
@@ -324,8 +327,8 @@ void launch_sgd_update(const OptimizerCounters* counters, float l2_reg, float* p
 }
 
 void launch_ema_begin_step(const OptimizerCounters* nested_counters, double decay, double window_fraction,
-                           EmaWeights* weights, cudaStream_t stream) {
-    ema_begin_step_kernel<<<1, 1, 0, stream>>>(nested_counters, decay, window_fraction, weights);
+                           uint32_t update_every, EmaWeights* weights, cudaStream_t stream) {
+    ema_begin_step_kernel<<<1, 1, 0, stream>>>(nested_counters, decay, window_fraction, update_every, weights);
     FUSEDNGP_GPU_CHECK_LAUNCH();
 }
 

@@ -27,7 +27,7 @@ const std::map<std::string, FieldSet>& known_fields() {
         {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "l2_reg", "relative_decay", "absolute_decay",
                   "adabound", "skip_zero_gradient_rows", "per_row_bias_correction"}},
         {"sgd", {"learning_rate", "l2_reg"}},
-        {"ema", {"decay", "window_fraction", "nested", "full_precision"}},
+        {"ema", {"decay", "window_fraction", "update_every", "nested", "full_precision"}},
         {"exponentialdecay", {"decay_start", "decay_interval", "decay_base", "decay_end", "nested"}},
         {"composite_optimizer", {"nested", "groups", "learning_rate_scale"}},
     };

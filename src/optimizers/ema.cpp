@@ -19,6 +19,7 @@ EmaSettings parse_ema_settings(const json& config, const std::string& path) {
         if (s.window_fraction == 0)
             throw ConfigError(join_path(path, "window_fraction"), "is 0, allowed range is (0, 1]");
     }
+    s.update_every = get_size(config, path, "update_every", s.update_every);
     get_bool(config, path, "full_precision", false);  // type-checked, not used
     return s;
 }
@@ -37,7 +38,8 @@ template <typename T>
 void EmaOptimizer<T>::step(T* params, const T* grads) {
     nested_->step(params, grads);
     const EmaStepWeights w =
-        ema_step_weights(settings_.decay, settings_.window_fraction, (double)nested_->step_count());
+        ema_step_weights(settings_.decay, settings_.window_fraction, settings_.update_every, nested_->step_count());
+    if (!w.apply) return;
     const T keep = (T)w.keep;
     const T take = (T)w.take;
     const int64_t n = (int64_t)average_.size();
@@ -62,6 +64,7 @@ template <typename T>
 nlohmann::json EmaOptimizer<T>::describe() const {
     nlohmann::json j = {{"otype", otype()}, {"decay", settings_.decay}};
     if (settings_.window_fraction > 0) j["window_fraction"] = settings_.window_fraction;
+    if (settings_.update_every > 1) j["update_every"] = settings_.update_every;
     j["nested"] = nested_->describe();
     return j;
 }

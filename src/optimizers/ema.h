@@ -15,12 +15,18 @@
 // up to 1/(1 - decay): early in training the average follows the fast-moving
 // parameters, later it averages over many steps. d_1 = 0 (f <= 1), so the
 // weights always sum to 1 and no bias correction is needed.
+//
+// With "update_every" k > 1 the average takes the parameters every k-th step
+// only (steps 1, 1 + k, ...; decay^k per update, so the window in steps is
+// the same): the average's pass over every parameter runs once per k steps.
+// Formulas: ema_step_weights (optimizers/ema_weights.h).
 #pragma once
 
 #include "core/json_fields.h"
 #include "optimizers/ema_weights.h"
 #include "optimizers/optimizer.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,10 +36,12 @@ namespace fusedngp {
 struct EmaSettings {
     double decay = 0.99;
     double window_fraction = 0;  // 0: fixed decay, bias-corrected
+    uint32_t update_every = 1;
 };
 
-// Reads "decay" (in [0, 1)) and "window_fraction" (in (0, 1]; absent: fixed decay). tiny-cuda-nn's "full_precision" is accepted and
-// ignored: the CPU engine always averages in T.
+// Reads "decay" (in [0, 1)), "window_fraction" (in (0, 1]; absent: fixed
+// decay) and "update_every" (>= 1). tiny-cuda-nn's "full_precision" is
+// accepted and ignored: the CPU engine always averages in T.
 EmaSettings parse_ema_settings(const json& config, const std::string& path);
 
 template <typename T>

@@ -17,8 +17,8 @@ void GpuEma::allocate(const std::vector<ParamGroup>& groups, cudaStream_t stream
 
 void GpuEma::step(float* d_params, const float* d_grads, cudaStream_t stream) {
     nested_->step(d_params, d_grads, stream);
-    launch_ema_begin_step(nested_->device_counters(), settings_.decay, settings_.window_fraction, weights_.data(),
-                          stream);
+    launch_ema_begin_step(nested_->device_counters(), settings_.decay, settings_.window_fraction,
+                          settings_.update_every, weights_.data(), stream);
     launch_ema_update(weights_.data(), d_params, average_.data(), average_.size(), stream);
     has_average_ = true;
 }

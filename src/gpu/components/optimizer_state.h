@@ -34,6 +34,7 @@ struct LearningRateSchedule {
 // average = keep * average + take * w.
 struct EmaWeights {
     float keep = 0, take = 0;
+    uint32_t apply = 0;  // 0: a step between the average's updates (EmaSettings::update_every)
 };
 
 } // namespace fusedngp::gpu
