@@ -296,26 +296,34 @@ TEST(Sgd, UpdateIsLearningRateTimesGradientPlusL2) {
     EXPECT_TRUE(sgd.state().empty());
 }
 
+// An EMA over SGD with learning rate 1 and no regularisation: w follows
+// -sum(grads), so each test picks the parameter values it averages.
+namespace {
+std::unique_ptr<EmaOptimizer<double>> ema_over_unit_sgd(const EmaSettings& settings) {
+    SgdSettings sgd;
+    sgd.learning_rate = 1.0;
+    sgd.l2_reg = 0;
+    return std::make_unique<EmaOptimizer<double>>(settings, std::make_unique<SgdOptimizer<double>>(sgd));
+}
+} // namespace
+
 TEST(Ema, AverageIsBiasCorrectedExponentialMean) {
     // Nested SGD with learning rate 1 makes w follow -sum(grads): 1, 3, 2.
     // With d = 0.5: average_t = sum_k (1-d) d^(t-k) w_k / (1 - d^t)
     //   t=1: 1
     //   t=2: (0.25 * 1 + 0.5 * 3) / 0.75               = 2.3333333333
     //   t=3: (0.125 * 1 + 0.25 * 3 + 0.5 * 2) / 0.875  = 2.1428571429
-    SgdSettings sgd;
-    sgd.learning_rate = 1.0;
-    sgd.l2_reg = 0;
-    EmaOptimizer<double> ema(EmaSettings{0.5}, std::make_unique<SgdOptimizer<double>>(sgd));
-    ema.allocate(single_group(1));
+    const auto ema = ema_over_unit_sgd(EmaSettings{0.5});
+    ema->allocate(single_group(1));
     std::vector<double> w = {0.0};
-    EXPECT_EQ(ema.inference_params(w.data()), w.data());  // no average before the first step
+    EXPECT_EQ(ema->inference_params(w.data()), w.data());  // no average before the first step
 
     const double expected[] = {1.0, 7.0 / 3.0, 1.875 / 0.875};
     const double grads[] = {-1.0, -2.0, 1.0};
     for (int t = 0; t < 3; ++t) {
         std::vector<double> g = {grads[t]};
-        ema.step(w.data(), g.data());
-        const double* avg = ema.inference_params(w.data());
+        ema->step(w.data(), g.data());
+        const double* avg = ema->inference_params(w.data());
         ASSERT_NE(avg, w.data());
         EXPECT_NEAR(avg[0], expected[t], 1e-14) << "t=" << t + 1;
     }
@@ -324,19 +332,16 @@ TEST(Ema, AverageIsBiasCorrectedExponentialMean) {
 
 TEST(Ema, WindowFractionOneIsTheRunningMean) {
     // f = 1: d_t = 1 - 1/t until the decay's cap, i.e. the plain mean of w_1..w_t.
-    SgdSettings sgd;
-    sgd.learning_rate = 1.0;
-    sgd.l2_reg = 0;
-    EmaOptimizer<double> ema(EmaSettings{0.99, 1.0}, std::make_unique<SgdOptimizer<double>>(sgd));
-    ema.allocate(single_group(1));
+    const auto ema = ema_over_unit_sgd(EmaSettings{0.99, 1.0});
+    ema->allocate(single_group(1));
     std::vector<double> w = {0.0};
     const double grads[] = {-1.0, -2.0, 1.0, -4.0};  // w: 1, 3, 2, 6
     double sum = 0;
     for (int t = 1; t <= 4; ++t) {
         std::vector<double> g = {grads[t - 1]};
-        ema.step(w.data(), g.data());
+        ema->step(w.data(), g.data());
         sum += w[0];
-        EXPECT_NEAR(ema.inference_params(w.data())[0], sum / t, 1e-14) << "t=" << t;
+        EXPECT_NEAR(ema->inference_params(w.data())[0], sum / t, 1e-14) << "t=" << t;
     }
 }
 
@@ -349,50 +354,44 @@ TEST(Ema, WindowFractionGrowsTheDecayUpToItsCap) {
         EXPECT_NEAR(w.keep, decays[t - 1], 1e-15) << "t=" << t;
         EXPECT_NEAR(w.keep + w.take, 1.0, 1e-15) << "t=" << t;
     }
-    SgdSettings sgd;
-    sgd.learning_rate = 1.0;
-    sgd.l2_reg = 0;
-    EmaOptimizer<double> ema(EmaSettings{0.6, 0.5}, std::make_unique<SgdOptimizer<double>>(sgd));
-    ema.allocate(single_group(1));
+    const auto ema = ema_over_unit_sgd(EmaSettings{0.6, 0.5});
+    ema->allocate(single_group(1));
     std::vector<double> w = {0.0};
     double expected = 0;
     for (int t = 1; t <= 6; ++t) {
         std::vector<double> g = {t % 2 ? -3.0 : 1.0};
-        ema.step(w.data(), g.data());
+        ema->step(w.data(), g.data());
         expected = decays[t - 1] * expected + (1 - decays[t - 1]) * w[0];
-        EXPECT_NEAR(ema.inference_params(w.data())[0], expected, 1e-14) << "t=" << t;
+        EXPECT_NEAR(ema->inference_params(w.data())[0], expected, 1e-14) << "t=" << t;
     }
-    EXPECT_EQ(ema.describe()["window_fraction"], 0.5);
+    EXPECT_EQ(ema->describe()["window_fraction"], 0.5);
 }
 
 TEST(Ema, UpdateEveryAveragesEveryKthStepWithThePoweredDecay) {
     // update_every 2, decay 0.5: the average takes w at steps 1, 3, 5 with
     // D = 0.25 per update, bias-corrected by 1 - D^n; it stays put at 2, 4, 6.
-    SgdSettings sgd;
-    sgd.learning_rate = 1.0;
-    sgd.l2_reg = 0;
     EmaSettings settings{0.5};
     settings.update_every = 2;
-    EmaOptimizer<double> ema(settings, std::make_unique<SgdOptimizer<double>>(sgd));
-    ema.allocate(single_group(1));
+    const auto ema = ema_over_unit_sgd(settings);
+    ema->allocate(single_group(1));
     std::vector<double> w = {0.0};
     const double D = 0.25;
     double weighted = 0, weight = 0, expected = 0;
     for (int t = 1; t <= 6; ++t) {
         std::vector<double> g = {t % 3 ? -1.0 - t : 2.0};
-        ema.step(w.data(), g.data());
+        ema->step(w.data(), g.data());
         if (t % 2 == 1) {  // an update: sum_j (1 - D) D^(n-j) w_j / (1 - D^n)
             weighted = D * weighted + (1 - D) * w[0];
             weight = D * weight + (1 - D);
             expected = weighted / weight;
         }
-        EXPECT_NEAR(ema.inference_params(w.data())[0], expected, 1e-13) << "t=" << t;
+        EXPECT_NEAR(ema->inference_params(w.data())[0], expected, 1e-13) << "t=" << t;
         EXPECT_EQ(ema_step_weights(0.5, 0, 2, (uint64_t)t).apply, t % 2 == 1) << "t=" << t;
     }
     // With window_fraction the window counts updates: n = 1, 2, 3 at t = 1, 3, 5.
     EXPECT_NEAR(ema_step_weights(0.99, 0.5, 2, 5).keep, 1.0 - 1.0 / (0.5 * 3), 1e-15);
     EXPECT_NEAR(ema_step_weights(0.9, 0.5, 2, 101).keep, 0.81, 1e-15);  // capped at decay^2
-    EXPECT_EQ(ema.describe()["update_every"], 2);
+    EXPECT_EQ(ema->describe()["update_every"], 2);
 }
 
 TEST(ExponentialDecay, ScheduleAtChosenSteps) {
