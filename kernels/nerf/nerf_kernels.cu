@@ -284,6 +284,17 @@ __global__ void count_compacted_kernel(const NerfCompactArgs a) {
     if (lane == 0) a.out_count[r] = used;
 }
 
+// A kept sample's position, direction, t and dt: marched row `from` to
+// compacted row `to`.
+__device__ inline void copy_sample_fields(const NerfCompactArgs& a, size_t from, size_t to) {
+    for (int c = 0; c < 3; ++c) {
+        a.out.positions[3 * to + c] = a.in.positions[3 * from + c];
+        a.out.directions[to * a.out.direction_stride + c] = a.in.directions[from * a.in.direction_stride + c];
+    }
+    a.out.t[to] = a.in.t[from];
+    a.out.dt[to] = a.in.dt[from];
+}
+
 // Rays marched but dropped have a count of 0 and lie past the march's kept
 // rays, which bound the compacted ones (reserve_ranges_kernel's rays_limit).
 __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
@@ -292,15 +303,7 @@ __global__ void copy_compacted_kernel(const NerfCompactArgs a) {
     uint32_t base = 0, n = 0;
     if (!place_ray(r, a.counters, a.out_first, a.out_count, base, n)) return;
     const uint32_t from0 = a.ray_first[r];
-    for (uint32_t j = lane_index(); j < n; j += 32) {
-        const size_t from = from0 + j, to = base + j;
-        for (int c = 0; c < 3; ++c) {
-            a.out.positions[3 * to + c] = a.in.positions[3 * from + c];
-            a.out.directions[to * a.out.direction_stride + c] = a.in.directions[from * a.in.direction_stride + c];
-        }
-        a.out.t[to] = a.in.t[from];
-        a.out.dt[to] = a.in.dt[from];
-    }
+    for (uint32_t j = lane_index(); j < n; j += 32) copy_sample_fields(a, from0 + j, base + j);
     if (a.in_encoded == nullptr) return;
     // A ray's kept samples are consecutive rows on both sides: one block.
     const size_t d = a.encoded_dims;
@@ -342,14 +345,7 @@ __global__ void copy_compacted_rows_kernel(const NerfCompactArgs a, uint32_t qua
         const float4* src = reinterpret_cast<const float4*>(a.in_encoded) + (size_t)from * quads;
         reinterpret_cast<float4*>(a.out_encoded)[(size_t)to * quads + q] = src[q];
     }
-    if (q != 0) return;
-    for (int c = 0; c < 3; ++c) {
-        a.out.positions[3 * (size_t)to + c] = a.in.positions[3 * (size_t)from + c];
-        const float d = a.in.directions[(size_t)from * a.in.direction_stride + c];
-        a.out.directions[(size_t)to * a.out.direction_stride + c] = d;
-    }
-    a.out.t[to] = a.in.t[from];
-    a.out.dt[to] = a.in.dt[from];
+    if (q == 0) copy_sample_fields(a, from, to);
 }
 
 __global__ void copy_columns_kernel(const float* src, uint32_t src_stride, float* dst, uint32_t dst_stride,
