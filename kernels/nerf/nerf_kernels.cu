@@ -386,10 +386,10 @@ struct WarpRaySample {
 };
 
 // Loads lane's sample j0 + lane of the ray (rows f..f+n) and runs the
-// transmittance product of samples j0..j0+31 from `trans`: updates trans and
-// used, sets done once a sample found T below the threshold.
+// transmittance product of samples j0..j0+31 from `trans`: updates trans,
+// sets done once a sample found T below the threshold.
 __device__ WarpRaySample warp_ray_round(const NerfRayLossArgs& a, uint32_t f, uint32_t n, uint32_t j0, float& trans,
-                                        uint32_t& used, bool& done) {
+                                        bool& done) {
     const uint32_t lane = lane_index(), j = j0 + lane;
     WarpRaySample s;
     if (j < n) {
@@ -410,7 +410,6 @@ __device__ WarpRaySample warp_ray_round(const NerfRayLossArgs& a, uint32_t f, ui
             s.used = true;
         }
         trans *= e_q;
-        ++used;
     }
     return s;
 }
@@ -435,10 +434,9 @@ __device__ float warp_ray_loss_and_gradient(const NerfRayLossArgs& a, uint32_t r
     // Forward: render_ray.
     float rgb[3] = {0.f, 0.f, 0.f};
     float trans = 1.f;
-    uint32_t used = 0;
     bool done = false;
     for (uint32_t j0 = 0; j0 < n && !done; j0 += 32) {
-        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, used, done);
+        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, done);
         const float w = s.used ? s.trans - s.trans * s.e : 0.f;
         for (int c = 0; c < 3; ++c) rgb[c] += warp_sum(w * s.rgb[c]);
     }
@@ -456,10 +454,9 @@ __device__ float warp_ray_loss_and_gradient(const NerfRayLossArgs& a, uint32_t r
     // Backward: render_ray_backward (dL/ddepth = dL/dopacity = 0 here).
     float prefix[3] = {0.f, 0.f, 0.f};
     trans = 1.f;
-    used = 0;
     done = false;
     for (uint32_t j0 = 0; j0 < n; j0 += 32) {
-        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, used, done);
+        const WarpRaySample s = warp_ray_round(a, f, n, j0, trans, done);
         const float next = s.trans * s.e;
         const float w = s.used ? s.trans - next : 0.f;
         float d_sigma = 0.f;

@@ -268,6 +268,13 @@ void NerfCudaTrainer::update_occupancy() {
     FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
 }
 
+NerfCudaTrainer::ColourFeatures NerfCudaTrainer::colour_features() {
+    if (colour_feature_column_ >= 0)
+        return {colour_->encoded_input(), colour_->encoded_gradient(), nullptr, colour_->n_encoded_dims(),
+                (uint32_t)colour_feature_column_};
+    return {colour_in_.data(), d_colour_in_.data(), d_colour_in_.data(), kColourInputs, 3};
+}
+
 void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_target, const float* ray_background,
                                             bool encoded, cudaEvent_t forward_done) {
     const uint32_t b = capacity_;
@@ -276,13 +283,9 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
         density_->forward_encoded(density_out_.data(), b, stream_);
     else
         density_->forward(positions_.data(), density_out_.data(), b, stream_);
-    if (colour_feature_column_ >= 0)
-        gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_->encoded_input(),
-                                 colour_->n_encoded_dims(), (uint32_t)colour_feature_column_, kDensityOutputs, b,
-                                 stream_);
-    else
-        gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, colour_in_.data(), kColourInputs, 3,
-                                 kDensityOutputs, b, stream_);
+    const ColourFeatures features = colour_features();
+    gpu::launch_copy_columns(density_out_.data(), kDensityOutputs, features.rows, features.stride, features.column,
+                             kDensityOutputs, b, stream_);
     colour_->forward(colour_in_.data(), colour_raw_.data(), b, stream_);
     gpu::launch_nerf_activations(density_out_.data(), kDensityOutputs, colour_raw_.data(), sigma_.data(), rgb_.data(),
                                  b, stream_);
@@ -305,16 +308,9 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
     gpu::launch_nerf_ray_loss(a, stream_);
     if (forward_done) FUSEDNGP_GPU_CHECK(cudaEventRecord(forward_done, stream_));
     gpu::launch_nerf_colour_raw_gradient(rgb_.data(), d_rgb_.data(), d_colour_raw_.data(), b, stream_);
-    if (colour_feature_column_ >= 0) {
-        colour_->backward(colour_in_.data(), d_colour_raw_.data(), nullptr, b, stream_);
-        gpu::launch_nerf_density_gradient(colour_->encoded_gradient(), colour_->n_encoded_dims(),
-                                          (uint32_t)colour_feature_column_, density_out_.data(), d_sigma_.data(),
-                                          d_density_out_.data(), b, stream_);
-    } else {
-        colour_->backward(colour_in_.data(), d_colour_raw_.data(), d_colour_in_.data(), b, stream_);
-        gpu::launch_nerf_density_gradient(d_colour_in_.data(), kColourInputs, 3, density_out_.data(),
-                                          d_sigma_.data(), d_density_out_.data(), b, stream_);
-    }
+    colour_->backward(colour_in_.data(), d_colour_raw_.data(), features.input_gradient, b, stream_);
+    gpu::launch_nerf_density_gradient(features.gradient, features.stride, features.column, density_out_.data(),
+                                      d_sigma_.data(), d_density_out_.data(), b, stream_);
     density_->backward(positions_.data(), d_density_out_.data(), nullptr, b, stream_);
 }
 

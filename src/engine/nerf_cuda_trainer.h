@@ -181,6 +181,17 @@ private:
     // the trainer writes the features itself (DeviceModel::encode_columns_by_caller);
     // -1: they go through colour_in_ and its encoding.
     int colour_feature_column_ = -1;
+    // Where a step's density features go into the colour network's input and
+    // where their gradient comes back: rows of `stride` floats from `column`.
+    // input_gradient: what the colour network's backward writes its input
+    // gradient to (nullptr where the features are in its encoded rows).
+    struct ColourFeatures {
+        float* rows;
+        const float* gradient;
+        float* input_gradient;
+        uint32_t stride, column;
+    };
+    ColourFeatures colour_features();
     gpu::DeviceBuffer<float> marched_density_out_;
     gpu::DeviceBuffer<Readback> step_state_;  // this step's counters, flag and loss
     gpu::DeviceBuffer<uint32_t> view_counts_, view_offsets_;
