@@ -464,3 +464,56 @@ TEST(NerfOccupancyGrid, DeterministicForASeed) {
     EXPECT_EQ(first, run(7));
     EXPECT_NE(first, run(8));
 }
+
+// ---- Ending a training ray by the grid's densities ---------------------------
+
+TEST(NerfMarchDepthStop, UnitsRoundDownCapAndOff) {
+    EXPECT_EQ(sample_depth_units(100.f, 0.25f), 1600u);               // 25 in 1/64 units
+    EXPECT_EQ(sample_depth_units(1.f, 1.f / 128), 0u);                // under one unit
+    EXPECT_EQ(sample_depth_units(1e30f, kMinStep), 65536u);           // capped
+    EXPECT_EQ(sample_depth_units(std::nanf(""), kMinStep), 65536u);   // NaN counts as opaque
+    EXPECT_EQ(sample_depth_units(-5.f, kMinStep), 0u);
+    EXPECT_EQ(march_stop_units(0.f), 0u);
+    EXPECT_EQ(march_stop_units(2.5f), 160u);
+    EXPECT_EQ(march_stop_units(1e6f), march_stop_units(kMaxMarchStopDepth));
+    const std::vector<float> density(kGridCells, 1e6f);
+    MarchDepthStop off{density.data(), 0};
+    const MarchSettings m;
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(off.keep({0.5f, 0.5f, 0.5f}, kMinStep, m));
+}
+
+// A ray along +z through one column of cells whose densities are set: the
+// kept samples are the march's first ones, through the one whose summed
+// depth (each sample its cell's density x dt, in 1/64 units rounded down)
+// reaches the limit; with the stop off, all of them.
+TEST(NerfMarchDepthStop, KeepsThePrefixThroughTheSampleThatReachesTheDepth) {
+    const MarchSettings m{0.f, 1, 1024};
+    const std::vector<uint8_t> bits = all_occupied(1);
+    std::vector<float> density(kGridCells, 0.f);
+    // Cells z = 64.. of the column through (0.5, 0.5): density 500, i.e.
+    // floor(500 * kMinStep * 64) = 54 units per sample.
+    const Cell3 column = cell_of({0.5f, 0.5f, 0.f}, 0);
+    for (uint32_t z = 64; z < 128; ++z) density[grid_index(0, {column.x, column.y, z})] = 500.f;
+    const uint32_t per_sample = sample_depth_units(500.f, kMinStep);
+    ASSERT_EQ(per_sample, 54u);
+    const Vec3 o{0.5f + 0.25f / 128, 0.5f + 0.25f / 128, -1.f}, d{0, 0, 1};
+    const std::vector<Sample> all = march(o, d, bits, m);
+    ASSERT_GT(all.size(), 550u);  // 1 / kMinStep lattice points along z
+    size_t first_dense = 0;
+    while (all[first_dense].p.z < 0.5f) ++first_dense;
+    for (float depth : {0.5f, 3.f, 9.2f, 40.f}) {
+        MarchDepthStop stop{density.data(), march_stop_units(depth)};
+        std::vector<Sample> kept;
+        march_ray(o, d, cascade_box(0), 0.f, bits.data(), m, [&](Vec3 p, float t, float dt) {
+            if (stop.keep(p, dt, m)) kept.push_back({p, t, dt});
+        });
+        const size_t dense_needed = (march_stop_units(depth) + per_sample - 1) / per_sample;
+        ASSERT_EQ(kept.size(), first_dense + dense_needed) << "depth " << depth;
+        for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].t, all[i].t);
+        EXPECT_TRUE(stop.stopped());
+    }
+    MarchDepthStop off{density.data(), march_stop_units(0.f)};
+    size_t n = 0;
+    march_ray(o, d, cascade_box(0), 0.f, bits.data(), m, [&](Vec3 p, float, float dt) { n += off.keep(p, dt, m); });
+    EXPECT_EQ(n, all.size());
+}
