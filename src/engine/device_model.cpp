@@ -4,6 +4,7 @@
 #include "engine/cuda_backend_kernels.h"
 #include "gpu/components/gpu_composite_encoding.h"
 #include "gpu/cuda_check.h"
+#include "gpu/fused_mlp.h"
 #include "networks/mlp.h"
 #include "optimizers/state_matching.h"
 
@@ -101,9 +102,17 @@ void DeviceModel::forward_encoded(float* d_out, uint32_t batch, cudaStream_t str
     mlp_->forward(encoded_.data(), d_out, batch, stream);
 }
 
-void DeviceModel::backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream) {
+void DeviceModel::backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream,
+                           unsigned int* nonfinite_flag) {
     const uint32_t n_enc = n_encoded_dims();
-    mlp_->backward(encoded_.data(), d_dout, dencoded_.data(), grads_.data() + n_encoding_params_, batch, stream);
+    float* grads_net = grads_.data() + n_encoding_params_;
+    auto* fused = nonfinite_flag ? dynamic_cast<gpu::FusedMlp*>(mlp_.get()) : nullptr;
+    if (fused) fused->backward(encoded_.data(), d_dout, dencoded_.data(), grads_net, batch, stream, false, nonfinite_flag);
+    else mlp_->backward(encoded_.data(), d_dout, dencoded_.data(), grads_net, batch, stream);
+    if (nonfinite_flag) {
+        if (!fused) gpu::launch_flag_non_finite(dencoded_.data(), (size_t)batch * n_enc, nonfinite_flag, stream);
+        gpu::launch_flag_non_finite(grads_net, grads_.size() - n_encoding_params_, nonfinite_flag, stream);
+    }
     if (n_encoding_params_ == 0 && d_din == nullptr) return;
     // Sparse: the grid's gradient is all zero between steps (the optimizer
     // clears the rows it updates), so the backward adds instead of clearing.
@@ -134,9 +143,6 @@ int DeviceModel::encode_columns_by_caller(uint32_t column, uint32_t n) {
     return encoded_column;
 }
 
-void DeviceModel::flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const {
-    gpu::launch_flag_non_finite(grads_.data(), grads_.size(), flag, stream);
-}
 
 void DeviceModel::zero_gradient_if(const unsigned int* flag, cudaStream_t stream) {
     gpu::launch_zero_if_flagged(grads_.data(), grads_.size(), flag, stream);

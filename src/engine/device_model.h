@@ -70,8 +70,15 @@ public:
     float* encoded_input() { return encoded_.data(); }
     void forward_encoded(float* d_out, uint32_t batch, cudaStream_t stream);
     // After forward() on the same input: the parameter gradient (overwritten)
-    // and, when d_din is not null, dL/din [batch][n_input_dims].
-    void backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream);
+    // and, when d_din is not null, dL/din [batch][n_input_dims]. With
+    // `nonfinite_flag`, also what flag_non_finite_gradient would flag, for
+    // less: fp16 overflow shows as inf/NaN in the MLP's dL/dW and
+    // dL/dencoded (the fused kernel notes the latter as it stores it), and
+    // the encoding's gradient is a weighted sum of dL/dencoded (finite
+    // values of at most fp16's range, summed over a batch, stay far from
+    // fp32's), so those two are checked instead of every parameter's.
+    void backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream,
+                  unsigned int* nonfinite_flag = nullptr);
     // Inference with whatever parameters the components hold (see
     // use_inference_params); `scratch` holds batch * encoded floats.
     void inference(const float* d_in, float* d_out, float* d_scratch, uint32_t batch, cudaStream_t stream) const;
@@ -93,9 +100,8 @@ public:
     int encode_columns_by_caller(uint32_t column, uint32_t n);
     const float* encoded_gradient() const { return dencoded_.data(); }
 
-    // Non-finite gradient entries set *flag; zero_gradient_if makes that step
-    // a no-op update (the moments still decay once, as CudaBackend's fallback).
-    void flag_non_finite_gradient(unsigned int* flag, cudaStream_t stream) const;
+    // After a backward that flagged a non-finite gradient: a no-op update (the
+    // moments still decay once, as CudaBackend's fallback).
     void zero_gradient_if(const unsigned int* flag, cudaStream_t stream);
     // One optimizer step, then the components read the new parameters.
     void step(cudaStream_t stream);

@@ -308,16 +308,15 @@ void NerfCudaTrainer::run_networks_and_loss(uint32_t n_rays, const float* ray_ta
     gpu::launch_nerf_ray_loss(a, stream_);
     if (forward_done) FUSEDNGP_GPU_CHECK(cudaEventRecord(forward_done, stream_));
     gpu::launch_nerf_colour_raw_gradient(rgb_.data(), d_rgb_.data(), d_colour_raw_.data(), b, stream_);
-    colour_->backward(colour_in_.data(), d_colour_raw_.data(), features.input_gradient, b, stream_);
+    // Both backwards flag a non-finite gradient as they go (DeviceModel::backward).
+    colour_->backward(colour_in_.data(), d_colour_raw_.data(), features.input_gradient, b, stream_, &state->non_finite);
     gpu::launch_nerf_density_gradient(features.gradient, features.stride, features.column, density_out_.data(),
                                       d_sigma_.data(), d_density_out_.data(), b, stream_);
-    density_->backward(positions_.data(), d_density_out_.data(), nullptr, b, stream_);
+    density_->backward(positions_.data(), d_density_out_.data(), nullptr, b, stream_, &state->non_finite);
 }
 
 void NerfCudaTrainer::apply_updates() {
-    unsigned int* flag = &step_state_.data()->non_finite;
-    density_->flag_non_finite_gradient(flag, stream_);
-    colour_->flag_non_finite_gradient(flag, stream_);
+    const unsigned int* flag = &step_state_.data()->non_finite;  // set by the backward passes
     density_->zero_gradient_if(flag, stream_);
     colour_->zero_gradient_if(flag, stream_);
     density_->step(stream_);

@@ -674,11 +674,17 @@ void FusedMlp::run_training_kernel(KernelArgs args, const PassPlan& plan, float*
 
 void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
                         cudaStream_t stream, bool accumulate) {
+    backward(d_in, d_dout, d_din, d_dweights, batch, stream, accumulate, nullptr);
+}
+
+void FusedMlp::backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
+                        cudaStream_t stream, bool accumulate, unsigned int* d_din_nonfinite) {
     const PassPlan& plan = training_plan_for(batch);
     KernelArgs args = base_args(d_in, batch, plan);
     args.loss = LossKind::FromGradient;
     args.dout = d_dout;
     args.din = d_din;
+    args.nonfinite_flag = d_din != nullptr ? d_din_nonfinite : nullptr;
     run_training_kernel(args, plan, d_dweights, stream, accumulate, nullptr);
 }
 

@@ -282,6 +282,10 @@ public:
     // parameter layout, overwritten (or added to when accumulate is true).
     void backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
                   cudaStream_t stream, bool accumulate = false) override;
+    // The same, setting *d_din_nonfinite to 1 when a stored dL/din value is
+    // inf or NaN (as train_step's).
+    void backward(const float* d_in, const float* d_dout, float* d_din, float* d_dweights, uint32_t batch,
+                  cudaStream_t stream, bool accumulate, unsigned int* d_din_nonfinite);
     // Fused forward + elementwise loss (mean over batch * n_out) + backward.
     // d_out, d_din, d_dweights may be null. d_mean_loss (optional): the mean
     // loss, unscaled, as a device float (deterministic; the value GpuLoss's
