@@ -243,20 +243,24 @@ __global__ void ema_update_kernel(const EmaWeights* __restrict__ weights, const 
 // The same update four parameters a thread, with 16-byte loads and stores:
 // the average is a pure stream (12 bytes a parameter), so the scalar kernel's
 // 4-byte accesses left it well under the memory bandwidth (lego's 10^7
-// parameters: ~53 us a step on an H100).
+// parameters: ~53 us a step on an H100). Grid-stride over at most
+// kEmaUpdateBlocks blocks: with update_every > 1 most launches only read the
+// weights and return, and ~20 k blocks doing just that cost a few us.
+constexpr unsigned int kEmaUpdateBlocks = 2048;
+
 __global__ void ema_update4_kernel(const EmaWeights* __restrict__ weights, const float4* __restrict__ params,
                                    float4* __restrict__ average, size_t n4) {
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n4) return;
     const EmaWeights w = *weights;
     if (!w.apply) return;
-    const float4 p = params[i];
-    float4 a = average[i];
-    a.x = w.keep * a.x + w.take * p.x;
-    a.y = w.keep * a.y + w.take * p.y;
-    a.z = w.keep * a.z + w.take * p.z;
-    a.w = w.keep * a.w + w.take * p.w;
-    average[i] = a;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+        const float4 p = params[i];
+        float4 a = average[i];
+        a.x = w.keep * a.x + w.take * p.x;
+        a.y = w.keep * a.y + w.take * p.y;
+        a.z = w.keep * a.z + w.take * p.z;
+        a.w = w.keep * a.w + w.take * p.w;
+        average[i] = a;
+    }
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -338,7 +342,7 @@ void launch_ema_update(const EmaWeights* weights, const float* params, float* av
     size_t head = 0;  // elements done by the 4-wide kernel
     if (aligned16(params) && aligned16(average) && n >= 4) {
         const size_t n4 = n / 4;
-        ema_update4_kernel<<<blocks_for(n4), kThreadsPerBlock, 0, stream>>>(
+        ema_update4_kernel<<<std::min(blocks_for(n4), kEmaUpdateBlocks), kThreadsPerBlock, 0, stream>>>(
             weights, reinterpret_cast<const float4*>(params), reinterpret_cast<float4*>(average), n4);
         FUSEDNGP_GPU_CHECK_LAUNCH();
         head = 4 * n4;
