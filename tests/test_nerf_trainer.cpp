@@ -168,55 +168,6 @@ TEST(NerfTrainer, TrainingBackgroundIsReadFromTheSamplingSection) {
     }
 }
 
-// sampling.march_stop_optical_depth: the same rays as without it, each
-// keeping a prefix of its samples, shorter where the grid is dense.
-TEST(NerfTrainer, MarchStopKeepsAPrefixOfEachRaysSamples) {
-    const NerfDataset data = synthetic_split("nerf_trainer_stop", 2, 0, 16, "transforms_train.json");
-    NerfTrainerSettings s;
-    s.rays_per_batch = 256;
-    s.occupancy_update_interval = 0;
-    s.cone_angle = 0;
-    NerfTrainer<float> full(data, nerf_config(2, 10, 16, "L2"), s);
-    s.march_stop_optical_depth = 4.f;
-    NerfTrainer<float> stopped(data, nerf_config(2, 10, 16, "L2"), s);
-    // Every cell occupied; density 300 in a ball about the centre.
-    const OccupancyGrid& g = full.occupancy_grid();
-    std::vector<float> density(g.density().size(), 0.f);
-    for (uint32_t m = 0; m < kGridCells; ++m) {
-        const Box3 b = cell_box(0, morton3_decode(m));
-        if (length((b.lo + b.hi) * 0.5f - Vec3{0.5f, 0.5f, 0.5f}) < 0.25f) density[m] = 300.f;
-    }
-    const std::vector<uint8_t> bits(g.bits().size(), 0xFF);
-    full.occupancy_grid().set_state(density, bits);
-    stopped.occupancy_grid().set_state(density, bits);
-    const NerfBatch<float> a = full.sample_batch(), b = stopped.sample_batch();
-    ASSERT_EQ(a.n_rays(), b.n_rays());
-    EXPECT_EQ(a.target, b.target);
-    int shorter = 0;
-    for (size_t r = 0; r < a.n_rays(); ++r) {
-        const uint32_t na = a.first[r + 1] - a.first[r], nb = b.first[r + 1] - b.first[r];
-        ASSERT_LE(nb, na);
-        for (uint32_t i = 0; i < nb; ++i) ASSERT_EQ(b.t[b.first[r] + i], a.t[a.first[r] + i]);
-        shorter += nb < na;
-    }
-    EXPECT_GT(shorter, 20);                  // rays through the ball stop in it
-    EXPECT_LT(b.t.size(), a.t.size() * 0.9);
-}
-
-TEST(NerfTrainer, MarchStopIsReadFromTheSamplingSection) {
-    EXPECT_EQ(nerf_settings_from_config(json::object(), 1, 64, 7).march_stop_optical_depth, 0.f);
-    const json on{{"sampling", {{"march_stop_optical_depth", 24}}}};
-    EXPECT_EQ(nerf_settings_from_config(on, 1, 64, 7).march_stop_optical_depth, 24.f);
-    for (const json& bad : {json(-1), json("deep"), json(1001)}) {
-        try {
-            nerf_settings_from_config(json{{"sampling", {{"march_stop_optical_depth", bad}}}}, 1, 64, 7);
-            ADD_FAILURE() << "accepted " << bad.dump();
-        } catch (const ConfigError& e) {
-            EXPECT_NE(std::string(e.what()).find("sampling.march_stop_optical_depth"), std::string::npos) << e.what();
-        }
-    }
-}
-
 // Frames at `distance` from the cube's centre with focal length `focal`.
 NerfDataset frames_at(const std::vector<std::pair<float, float>>& distance_and_focal) {
     NerfDataset d;

@@ -54,9 +54,6 @@ struct NerfTrainingRaysArgs {
     bool snap_to_pixel_centers = true;  // nerf/training_rays.h training_ray_pixel
     nerf::TrainingBackground background;
     NerfMarchView grid;
-    // The grid's densities and sampling.march_stop_optical_depth's limit
-    // (nerf/ray_marching_math.h): each ray's samples end where they reach it.
-    nerf::MarchDepthStop depth_stop;
     NerfSampleBuffers samples;
     uint32_t* ray_first = nullptr;    // [n_rays]
     uint32_t* ray_count = nullptr;    // [n_rays], kDroppedRay when dropped

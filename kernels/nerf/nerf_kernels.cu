@@ -69,57 +69,31 @@ __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec
 // whose tested cell is occupied (ray_marching_math.h). Starts at round
 // `first_round` with `n` samples before it; where `round_masks` is given,
 // round q's ballot (bit j: point 32 q + j emits) goes to round_masks[q] for
-// q < kStoredRounds. With `stop` on (from the first round only), the samples
-// end at the one whose depth reaches the stop's limit: the lanes' depths
-// are summed as an exact integer prefix sum, as MarchDepthStop::keep sums
-// them one after another.
+// q < kStoredRounds.
 constexpr uint32_t kStoredRounds = kNerfStoredMarchRounds;
-
-__device__ uint32_t warp_inclusive_sum(uint32_t v) {
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t u = __shfl_up_sync(kFullMask, v, offset);
-        if (lane_index() >= (uint32_t)offset) v += u;
-    }
-    return v;
-}
 
 template <typename Emit>
 __device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCursor& c, const uint8_t* bits,
                                      const nerf::MarchSettings& m, Emit&& emit, uint32_t first_round = 0, int n = 0,
-                                     uint32_t* round_masks = nullptr, nerf::MarchDepthStop stop = {}) {
+                                     uint32_t* round_masks = nullptr) {
     if (!(c.t <= c.t1)) return n;
     const uint32_t lane = lane_index();
     const uint32_t lanes_below = (1u << lane) - 1u;
-    int max_samples = m.max_samples;
     for (uint32_t round = first_round, k0 = c.k + 32 * first_round;; ++round, k0 += 32) {
         const float t = nerf::lattice_t(c.t_start, k0 + lane);
         const bool inside = t <= c.t1;
         Vec3 p{0, 0, 0};
-        uint32_t cell = nerf::kNoCell;
         bool occupied = false;
         if (inside) {
             p = nerf::ray_point(origin, dir, t);
-            cell = nerf::lattice_point_cell(p, nerf::kMinStep, m);
-            occupied = cell != nerf::kNoCell && nerf::grid_bit(bits, cell);
+            occupied = nerf::lattice_point_occupied(p, nerf::kMinStep, bits, m);
         }
         const uint32_t mask = __ballot_sync(kFullMask, occupied);
         if (round_masks && round < kStoredRounds && lane == 0) round_masks[round] = mask;
         const int i = n + __popc(mask & lanes_below);
-        if (stop.on()) {
-            // The first sample at which the ray's depth reaches the limit
-            // is its last: later lanes' samples are not emitted.
-            const uint32_t depth = occupied ? nerf::sample_depth_units(stop.density[cell], nerf::kMinStep) : 0u;
-            const uint32_t through = stop.sum + warp_inclusive_sum(depth);
-            const uint32_t reached = __ballot_sync(kFullMask, occupied && through >= stop.limit);
-            if (reached != 0) {
-                const int last = n + __popc(mask & ((2u << (__ffs(reached) - 1)) - 1u));
-                max_samples = last < max_samples ? last : max_samples;
-            }
-            stop.sum = __shfl_sync(kFullMask, through, 31);
-        }
-        if (occupied && i < max_samples) emit(i, p, t);
+        if (occupied && i < m.max_samples) emit(i, p, t);
         n += __popc(mask);
-        if (n >= max_samples) return max_samples;
+        if (n >= m.max_samples) return m.max_samples;
         if (__ballot_sync(kFullMask, inside) != kFullMask) return n;
     }
 }
@@ -163,7 +137,7 @@ __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
                                                   a.grid.march);
     uint32_t* masks = r < a.masked_rays ? a.round_masks + (size_t)r * kStoredRounds : nullptr;
     const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.march,
-                                        [](int, Vec3, float) {}, 0, 0, masks, a.depth_stop);
+                                        [](int, Vec3, float) {}, 0, 0, masks);
     if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
 }
 
@@ -172,11 +146,8 @@ __global__ void count_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= a.n_rays) return;
     const TrainingRay tr = training_ray(a, r, true);
-    nerf::MarchDepthStop stop = a.depth_stop;
-    uint32_t n = 0;
-    nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, a.grid.bits, a.grid.march,
-                    [&](Vec3 p, float, float dt) { n += stop.keep(p, dt, a.grid.march); });
-    a.ray_count[r] = n;
+    a.ray_count[r] = (uint32_t)nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
+                                               a.grid.bits, a.grid.march, [](Vec3, float, float) {});
 }
 
 // counters = {samples asked for, rays kept, samples kept} from the inclusive
@@ -224,12 +195,8 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const auto store = [&](int i, Vec3 p, float t) {
         store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
     };
-    // The count's n samples (fewer than the march's where the depth stop
-    // ended the ray): a march here stops there.
-    nerf::MarchSettings through_count = a.grid.march;
-    through_count.max_samples = (int)n;
     if (r >= a.masked_rays || !(c.t <= c.t1)) {
-        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, through_count, store);
+        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store);
         return;
     }
     // The count's ballots of the first kStoredRounds rounds, one per lane:
@@ -252,7 +219,7 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     // A ray longer than the stored rounds marches on from there.
     const int stored = __shfl_sync(kFullMask, through, 31);
     if (stored < (int)n)
-        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, through_count, store, kStoredRounds, stored);
+        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store, kStoredRounds, stored);
 }
 
 __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
@@ -265,13 +232,8 @@ __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     a.ray_count[r] = kept ? n : kDroppedRay;
     if (!kept) return;
     const TrainingRay tr = training_ray(a, r, false);
-    // The first n of the march's samples: the count's (where the depth stop
-    // ended the ray, the march goes on past it, storing nothing).
-    const uint32_t end = i + n;
     nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, a.grid.bits, a.grid.march,
-                    [&](Vec3 p, float t, float dt) {
-                        if (i < end) store_sample(a.samples, i++, p, tr.ray.direction, t, dt);
-                    });
+                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); });
 }
 
 // Positions past the kept samples (to the capacity) -> the centre of the

@@ -28,7 +28,6 @@ public:
     int n_cascades() const { return n_cascades_; }
     size_t n_cells() const { return (size_t)n_cascades_ * nerf::kGridCells; }
     const uint8_t* bits() const { return bits_.data(); }
-    const float* density() const { return density_.data(); }
 
     // One update (every occupancy_update_interval training steps).
     void update(const DensityFn& density_fn, uint32_t step, cudaStream_t stream);

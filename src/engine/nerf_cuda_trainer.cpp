@@ -393,7 +393,6 @@ void NerfCudaTrainer::issue_march(uint64_t step) {
     a.snap_to_pixel_centers = settings_.snap_to_pixel_centers;
     a.background = settings_.training_background;
     a.grid = march_view();
-    a.depth_stop = {grid_->density(), nerf::march_stop_units(settings_.march_stop_optical_depth)};
     a.samples = {m.positions.data(), m.directions.data(), 3, m.t.data(), m.dt.data(), march_limit_};
     a.ray_first = m.first.data();
     a.ray_count = m.count.data();

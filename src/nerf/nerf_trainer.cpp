@@ -146,10 +146,8 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
         float px = 0, py = 0;
         training_ray_pixel(d, settings_.snap_to_pixel_centers, &px, &py);
         const Ray ray = camera_ray(dataset_.frames[d.frame].camera, px, py);
-        MarchDepthStop stop{grid_.density().data(), march_stop_units(settings_.march_stop_optical_depth)};
         march_ray(ray.origin, ray.direction, bounds_, d.march_jitter, grid_.bits().data(), march_,
                   [&](Vec3 p, float t, float dt) {
-                      if (!stop.keep(p, dt, march_)) return;
                       for (int a = 0; a < 3; ++a) {
                           pos.push_back(p[a]);
                           dir.push_back(0.5f * (ray.direction[a] + 1.f));

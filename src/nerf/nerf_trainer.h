@@ -78,9 +78,6 @@ struct NerfTrainerSettings {
     // Training rays through pixel centres (training_rays.h); false: jittered
     // inside the pixel.
     bool snap_to_pixel_centers = true;
-    // A training ray's samples end where the occupancy grid's densities reach
-    // this optical depth (ray_marching_math.h, MarchDepthStop); 0: never.
-    float march_stop_optical_depth = 0.f;
     TrainingBackground training_background;  // training_rays.h
 };
 

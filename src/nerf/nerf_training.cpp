@@ -106,11 +106,10 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
             continue;
         }
         if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
-            key != "occupancy_warmup_steps" && key != "samples_per_batch" && key != "march_stop_optical_depth")
+            key != "occupancy_warmup_steps" && key != "samples_per_batch")
             throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
                                                  "occupancy_update_interval, occupancy_warmup_steps, "
-                                                 "samples_per_batch, march_stop_optical_depth, "
-                                                 "snap_to_pixel_centers, training_background)");
+                                                 "samples_per_batch, snap_to_pixel_centers, training_background)");
         if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
     }
     s.snap_to_pixel_centers = get_bool(*it, "sampling", "snap_to_pixel_centers", s.snap_to_pixel_centers);
@@ -123,10 +122,6 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     s.samples_per_batch = (uint32_t)get_number(*it, "sampling", "samples_per_batch", s.samples_per_batch);
     if (s.samples_per_batch < 256 || s.samples_per_batch > (1u << 26))
         throw ConfigError("sampling.samples_per_batch", "must be in [256, 2^26]");
-    s.march_stop_optical_depth =
-        (float)get_number(*it, "sampling", "march_stop_optical_depth", s.march_stop_optical_depth);
-    if (s.march_stop_optical_depth > kMaxMarchStopDepth)
-        throw ConfigError("sampling.march_stop_optical_depth", "must be in [0, 1000] (0: off)");
     return s;
 }
 

@@ -273,67 +273,12 @@ struct MarchSettings {
 
 FUSEDNGP_HD bool fixed_step(const MarchSettings& m) { return m.cone_angle == 0.f; }
 
-constexpr uint32_t kNoCell = 0xFFFFFFFFu;
-
-// The grid index of the cell whose bit the lattice point p (a step dt)
-// tests: its cell in the lookup cascade; kNoCell outside the grid.
-FUSEDNGP_HD uint32_t lattice_point_cell(Vec3 p, float dt, const MarchSettings& m) {
-    const int k = march_cascade(p, dt, m.n_cascades);
-    return k < m.n_cascades ? grid_index(k, cell_of(p, k)) : kNoCell;
-}
-
 // Whether the lattice point p (a step dt) emits a sample: its cell in the
 // lookup cascade is occupied.
 FUSEDNGP_HD bool lattice_point_occupied(Vec3 p, float dt, const uint8_t* bits, const MarchSettings& m) {
-    const uint32_t index = lattice_point_cell(p, dt, m);
-    return index != kNoCell && grid_bit(bits, index);
+    const int k = march_cascade(p, dt, m.n_cascades);
+    return k < m.n_cascades && grid_bit(bits, grid_index(k, cell_of(p, k)));
 }
-
-// ---- Ending a training ray where the grid says it is opaque -----------------
-//
-// sampling.march_stop_optical_depth D > 0: a training ray's samples end with
-// the first one at which the optical depth summed over its samples so far,
-// each counted as (its cell's grid density) x dt, reaches D. The grid's
-// densities are maxima over recent points of each cell (occupancy_grid.h),
-// so they overstate a ray's depth where it grazes a cell; D is a margin over
-// the compaction's own cut (transmittance 1e-4, a depth of 9.2, from the
-// network's densities at the samples themselves), and what it saves is the
-// density pass over the samples behind surfaces.
-// Depths are summed in units of 1/64, each sample's rounded down and capped
-// at 2^16 units, so the sum is exact in any order (the GPU sums a warp's
-// samples as a prefix sum) and never overflows.
-constexpr float kDepthUnitsPerOne = 64.f;
-constexpr float kMaxSampleDepthUnits = 65536.f;
-constexpr float kMaxMarchStopDepth = 1000.f;
-
-FUSEDNGP_HD uint32_t sample_depth_units(float cell_density, float dt) {
-    const float units = cell_density * (dt * kDepthUnitsPerOne);
-    if (!(units < kMaxSampleDepthUnits)) return (uint32_t)kMaxSampleDepthUnits;  // NaN too: opaque
-    return units > 0.f ? (uint32_t)floorf(units) : 0u;
-}
-
-// The limit in units for a depth D (0: never stop).
-FUSEDNGP_HD uint32_t march_stop_units(float depth) {
-    return depth > 0.f ? (uint32_t)ceilf(fminf(depth, kMaxMarchStopDepth) * kDepthUnitsPerOne) : 0u;
-}
-
-// A training ray's running depth: keep() for each emitted sample in order
-// says whether the sample is kept (the one that reaches the limit is, the
-// ones after it are not).
-struct MarchDepthStop {
-    const float* density = nullptr;  // the grid's densities; null or limit 0: keeps every sample
-    uint32_t limit = 0;              // march_stop_units
-    uint32_t sum = 0;
-
-    FUSEDNGP_HD bool on() const { return density != nullptr && limit > 0; }
-    FUSEDNGP_HD bool stopped() const { return on() && sum >= limit; }
-    FUSEDNGP_HD bool keep(Vec3 p, float dt, const MarchSettings& m) {
-        if (!on()) return true;
-        if (sum >= limit) return false;
-        sum += sample_depth_units(density[lattice_point_cell(p, dt, m)], dt);
-        return true;
-    }
-};
 
 // Where a march resumes: the next lattice point `t` (index `k` of the fixed
 // lattice that starts at t_start) and the box's exit `t1`. A march in

@@ -141,13 +141,9 @@ TEST(NerfGpu, FixedTrainingBackgroundGivesTheCpuTrainersFirstLoss) {
 }
 
 // The ball of occupied cascade-0 cells below, and with `outer_occupied` every
-// cell of the cascades around the unit cube. With `stop_depth` > 0
-// (sampling.march_stop_optical_depth), the cells of a smaller ball inside it
-// have density 400: rays through it end there, the others march on.
-void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t rays, bool outer_occupied,
-                                          float stop_depth = 0.f) {
+// cell of the cascades around the unit cube.
+void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t rays, bool outer_occupied) {
     NerfTrainerSettings s = fixed_step_settings(rays);
-    s.march_stop_optical_depth = stop_depth;
     NerfTrainer<float> cpu(train, small_config("L2"), s);
     NerfCudaTrainer gpu(train, small_config("L2"), s);
     nerf::NerfTrainingState state = gpu.save_state();
@@ -157,7 +153,6 @@ void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t ray
         const Box3 b = nerf::cell_box(0, nerf::morton3_decode(m));
         const Vec3 c = (b.lo + b.hi) * 0.5f;
         if (length(c - Vec3{0.5f, 0.45f, 0.55f}) < 0.3f) state.grid_bits[m >> 3] |= (uint8_t)(1u << (m & 7));
-        if (length(c - Vec3{0.55f, 0.5f, 0.5f}) < 0.15f) state.grid_density[m] = 400.f;
     }
     cpu.occupancy_grid().set_state(state.grid_density, state.grid_bits);
     gpu.load_state(state);
@@ -187,16 +182,6 @@ void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t ray
     EXPECT_GT(rays_with_samples, marched.size() / 4);
     EXPECT_GE(same_count, marched.size() - marched.size() / 100);
     EXPECT_EQ(close, same_count);
-    if (stop_depth > 0) {
-        // The stop must have ended some rays early for this to test it.
-        NerfTrainerSettings plain = s;
-        plain.march_stop_optical_depth = 0;
-        NerfTrainer<float> unstopped(train, small_config("L2"), plain);
-        unstopped.occupancy_grid().set_state(state.grid_density, state.grid_bits);
-        const nerf::NerfBatch<float> all = unstopped.sample_batch();
-        std::printf("depth stop %.1f: %zu samples of %zu without it\n", stop_depth, batch.t.size(), all.t.size());
-        EXPECT_LT(batch.t.size(), all.t.size() - all.t.size() / 10);
-    }
 }
 
 // A sparse grid (the cells of a ball) on both trainers, fixed step: the
@@ -217,22 +202,6 @@ TEST(NerfGpu, WarpMarchPlacesTheCpuMarchsSamples) {
     SCOPED_TRACE("aabb_scale 2");
     scene.train.aabb_scale = 2;
     expect_warp_march_places_cpu_samples(scene.train, 256, true);
-}
-
-// sampling.march_stop_optical_depth on the warp march: the count pass ends a
-// ray at the sample where its depth (an integer prefix sum over the warp's
-// lanes) reaches the limit, the write pass places that many, and both are
-// the CPU walk's samples, on rays within the stored rounds and past them.
-TEST(NerfGpu, WarpMarchStopsWhereTheCpuMarchStops) {
-    REQUIRE_DEVICE();
-    Scene scene = synthetic_scene(6, 0, 16);
-    for (float depth : {1.f, 12.f}) {
-        SCOPED_TRACE(depth);
-        scene.train.aabb_scale = 1;
-        expect_warp_march_places_cpu_samples(scene.train, 2048, false, depth);
-        scene.train.aabb_scale = 2;
-        expect_warp_march_places_cpu_samples(scene.train, 256, true, depth);
-    }
 }
 
 // Of the rays with samples in `marched` (per ray t, the GPU's; a ray the
