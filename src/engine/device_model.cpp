@@ -143,7 +143,6 @@ int DeviceModel::encode_columns_by_caller(uint32_t column, uint32_t n) {
     return encoded_column;
 }
 
-
 void DeviceModel::zero_gradient_if(const unsigned int* flag, cudaStream_t stream) {
     gpu::launch_zero_if_flagged(grads_.data(), grads_.size(), flag, stream);
 }

@@ -71,12 +71,12 @@ public:
     void forward_encoded(float* d_out, uint32_t batch, cudaStream_t stream);
     // After forward() on the same input: the parameter gradient (overwritten)
     // and, when d_din is not null, dL/din [batch][n_input_dims]. With
-    // `nonfinite_flag`, also what flag_non_finite_gradient would flag, for
-    // less: fp16 overflow shows as inf/NaN in the MLP's dL/dW and
-    // dL/dencoded (the fused kernel notes the latter as it stores it), and
-    // the encoding's gradient is a weighted sum of dL/dencoded (finite
-    // values of at most fp16's range, summed over a batch, stay far from
-    // fp32's), so those two are checked instead of every parameter's.
+    // `nonfinite_flag`, *nonfinite_flag = 1 where the parameter gradient is
+    // not finite, found without reading all of it: fp16 overflow shows as
+    // inf/NaN in the MLP's dL/dW and dL/dencoded (the fused kernel notes the
+    // latter as it stores it), and the encoding's gradient is a weighted sum
+    // of dL/dencoded (finite values of at most fp16's range, summed over a
+    // batch, stay far from fp32's), so those two are checked.
     void backward(const float* d_in, const float* d_dout, float* d_din, uint32_t batch, cudaStream_t stream,
                   unsigned int* nonfinite_flag = nullptr);
     // Inference with whatever parameters the components hold (see
