@@ -168,6 +168,19 @@ TEST(NerfTrainer, TrainingBackgroundIsReadFromTheSamplingSection) {
     }
 }
 
+TEST(NerfTrainer, CullOccludedCellsIsReadFromTheSamplingSection) {
+    EXPECT_FALSE(nerf_settings_from_config(json::object(), 1, 64, 7).cull_occluded_cells);
+    json config{{"sampling", {{"cull_occluded_cells", true}}}};
+    EXPECT_TRUE(nerf_settings_from_config(config, 1, 64, 7).cull_occluded_cells);
+    config["sampling"]["cull_occluded_cells"] = 1;
+    try {
+        nerf_settings_from_config(config, 1, 64, 7);
+        ADD_FAILURE() << "accepted a number";
+    } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("sampling.cull_occluded_cells"), std::string::npos) << e.what();
+    }
+}
+
 // Frames at `distance` from the cube's centre with focal length `focal`.
 NerfDataset frames_at(const std::vector<std::pair<float, float>>& distance_and_focal) {
     NerfDataset d;

@@ -5,6 +5,7 @@
 // (nerf/ray_marching_math.h, volume_rendering.h, training_rays.h, ray_loss.h).
 #pragma once
 
+#include "nerf/occlusion_mask.h"
 #include "nerf/ray_loss.h"
 #include "nerf/ray_marching_math.h"
 #include "nerf/training_rays.h"
@@ -27,6 +28,10 @@ struct NerfMarchView {
     const uint8_t* bits = nullptr;
     Box3 bounds;
     nerf::MarchSettings march;
+    // Training marches that cull occluded cells (nerf/occlusion_mask.h):
+    // `bits` without the culled cells, and here the full bits, which the
+    // probe rays march. Null: every ray marches `bits`.
+    const uint8_t* probe_bits = nullptr;
 };
 
 // Per-sample outputs of a march. directions holds (dir + 1) / 2 in columns
@@ -112,6 +117,13 @@ struct NerfCompactArgs {
     // so the copy runs a thread per row (and float4 of encoding) instead of
     // a warp per ray (~7 kept samples: most lanes idle).
     uint32_t* source_row = nullptr;
+    // Optional (culling occluded cells, nerf/occlusion_mask.h): bitfields in
+    // the occupancy grid's layout, as 32-bit words; every marched sample of
+    // a kept ray sets its cell's bit in `visited`, and in `seen` when the ray
+    // composites it. n_cascades: the grid's.
+    uint32_t* visited = nullptr;
+    uint32_t* seen = nullptr;
+    int n_cascades = 1;
 };
 
 // Compaction (instant-ngp's): per ray, the samples render_ray would composite
@@ -228,6 +240,13 @@ void launch_nerf_grid_bits(const float* density, const float* threshold, size_t 
                            cudaStream_t stream);
 // pool_cascade_bits: cascade k's inner octant ORs cascade k-1's bytes, k = 1 .. n-1.
 void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream);
+// The occluded-cell mask at an occupancy update (nerf/occlusion_mask.h), over
+// bitfields of n_cells bits and `recent`, a counter byte per cell (8-byte
+// aligned): with `apply`, the update rule (next_culled_cells); then visited =
+// seen = 0 and training_bits = occupied & ~culled.
+void launch_nerf_occlusion_update(const uint8_t* occupied, uint8_t* culled, uint8_t* visited, uint8_t* seen,
+                                  uint8_t* recent, uint8_t* training_bits, size_t n_cells, bool apply,
+                                  cudaStream_t stream);
 // Morton indices (within cascade k) of its occupied cells, compacted; *n_out
 // their count. `temp` / `temp_bytes`: CUB scratch (query with temp = null).
 void nerf_occupied_cells(const uint8_t* bits, int cascade, uint32_t* out, uint32_t* n_out, void* temp,

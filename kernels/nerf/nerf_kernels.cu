@@ -129,6 +129,12 @@ __device__ TrainingRay training_ray(const NerfTrainingRaysArgs& a, uint32_t r, b
     return {camera_ray(a.cameras[d.frame], px, py), d.march_jitter};
 }
 
+// The bits training ray r marches: the probes (nerf/occlusion_mask.h) the
+// full occupancy bits, the others the bits without the culled cells.
+__device__ inline const uint8_t* training_ray_bits(const NerfTrainingRaysArgs& a, uint32_t r) {
+    return a.grid.probe_bits != nullptr && nerf::occlusion_probe_ray(r) ? a.grid.probe_bits : a.grid.bits;
+}
+
 __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const uint32_t r = warp_ray_index();
     if (r >= a.n_rays) return;
@@ -136,7 +142,7 @@ __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
     uint32_t* masks = r < a.masked_rays ? a.round_masks + (size_t)r * kStoredRounds : nullptr;
-    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, a.grid.bits, a.grid.march,
+    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, training_ray_bits(a, r), a.grid.march,
                                         [](int, Vec3, float) {}, 0, 0, masks);
     if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
 }
@@ -147,7 +153,7 @@ __global__ void count_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     if (r >= a.n_rays) return;
     const TrainingRay tr = training_ray(a, r, true);
     a.ray_count[r] = (uint32_t)nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
-                                               a.grid.bits, a.grid.march, [](Vec3, float, float) {});
+                                               training_ray_bits(a, r), a.grid.march, [](Vec3, float, float) {});
 }
 
 // counters = {samples asked for, rays kept, samples kept} from the inclusive
@@ -196,7 +202,7 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
         store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
     };
     if (r >= a.masked_rays || !(c.t <= c.t1)) {
-        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store);
+        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.march, store);
         return;
     }
     // The count's ballots of the first kStoredRounds rounds, one per lane:
@@ -219,7 +225,8 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     // A ray longer than the stored rounds marches on from there.
     const int stored = __shfl_sync(kFullMask, through, 31);
     if (stored < (int)n)
-        warp_march_fixed_step(tr.ray.origin, dir, c, a.grid.bits, a.grid.march, store, kStoredRounds, stored);
+        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.march, store, kStoredRounds,
+                              stored);
 }
 
 __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
@@ -232,7 +239,7 @@ __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     a.ray_count[r] = kept ? n : kDroppedRay;
     if (!kept) return;
     const TrainingRay tr = training_ray(a, r, false);
-    nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, a.grid.bits, a.grid.march,
+    nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, training_ray_bits(a, r), a.grid.march,
                     [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); });
 }
 
@@ -250,6 +257,30 @@ __global__ void park_unused_positions_kernel(float* positions, uint32_t capacity
 }
 
 // ---- Compaction -----------------------------------------------------------------
+
+// OcclusionMask::note_sample for the n marched samples of ray r with its
+// warp (the first `used` seen). Consecutive samples mostly share a cell: a
+// lane whose cell and flag its left neighbour also has leaves the atomics
+// to it.
+__device__ void note_occlusion(const NerfCompactArgs& a, uint32_t r, uint32_t n, uint32_t used) {
+    const uint32_t f = a.ray_first[r];
+    const uint32_t lane = lane_index();
+    for (uint32_t j0 = 0; j0 < n; j0 += 32) {
+        const uint32_t j = j0 + lane;
+        uint32_t cell = nerf::kNoGridCell;
+        if (j < n) {
+            const float* p = a.in.positions + 3 * (size_t)(f + j);
+            cell = nerf::marched_cell({p[0], p[1], p[2]}, a.in.dt[f + j], a.n_cascades);
+        }
+        const bool seen = j < used;
+        const uint32_t left_cell = __shfl_up_sync(kFullMask, cell, 1);
+        const bool left_seen = __shfl_up_sync(kFullMask, (uint32_t)seen, 1) != 0;
+        if (cell == nerf::kNoGridCell || (lane > 0 && left_cell == cell && left_seen == seen)) continue;
+        const uint32_t bit = 1u << (cell & 31u);
+        atomicOr(a.visited + (cell >> 5), bit);
+        if (seen) atomicOr(a.seen + (cell >> 5), bit);
+    }
+}
 
 // samples_used (volume_rendering.h) of ray r with its warp: the lanes load
 // and exponentiate 32 samples at once, then every lane runs the same
@@ -282,6 +313,7 @@ __global__ void count_compacted_kernel(const NerfCompactArgs a) {
         }
     }
     if (lane == 0) a.out_count[r] = used;
+    if (a.visited != nullptr && n != kDroppedRay) note_occlusion(a, r, n, used);
 }
 
 // A kept sample's position, direction, t and dt: marched row `from` to
@@ -633,6 +665,27 @@ __global__ void grid_bits_kernel(const float* density, const float* threshold, s
     bits[b] = byte;
 }
 
+// OcclusionMask::update (when `apply`) or clear_marks, then the training
+// march's bits: a byte of each bitfield (8 cells) and its 8 counters per thread.
+__global__ void occlusion_update_kernel(const uint8_t* occupied, uint8_t* culled, uint8_t* visited, uint8_t* seen,
+                                        uint8_t* recent, uint8_t* training_bits, size_t n_bytes, bool apply) {
+    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= n_bytes) return;
+    uint8_t c = culled[b];
+    if (apply) {
+        uint8_t r[8];
+        uint2 packed = reinterpret_cast<const uint2*>(recent)[b];  // 8 bytes, 8-aligned
+        memcpy(r, &packed, 8);
+        c = nerf::next_culled_cells(c, visited[b], seen[b], r);
+        memcpy(&packed, r, 8);
+        reinterpret_cast<uint2*>(recent)[b] = packed;
+    }
+    culled[b] = c;
+    visited[b] = 0;
+    seen[b] = 0;
+    training_bits[b] = nerf::training_march_cells(occupied[b], c);
+}
+
 // One thread per 2x2x2 block of coarse cells: the block is one byte of the
 // bitfield (Morton order, even start 32), so no two threads write a byte.
 __global__ void grid_pool_kernel(uint8_t* bits, int cascade) {
@@ -833,6 +886,15 @@ void launch_nerf_grid_threshold(const double* cascade0_sum, float* threshold, cu
 void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
                            cudaStream_t stream) {
     grid_bits_kernel<<<blocks_for(n_cells / 8), kThreads, 0, stream>>>(density, threshold, n_cells / 8, bits);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_occlusion_update(const uint8_t* occupied, uint8_t* culled, uint8_t* visited, uint8_t* seen,
+                                  uint8_t* recent, uint8_t* training_bits, size_t n_cells, bool apply,
+                                  cudaStream_t stream) {
+    const size_t n_bytes = n_cells / 8;
+    occlusion_update_kernel<<<blocks_for(n_bytes), kThreads, 0, stream>>>(occupied, culled, visited, seen, recent,
+                                                                          training_bits, n_bytes, apply);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

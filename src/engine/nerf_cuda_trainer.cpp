@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 namespace fusedngp {
 namespace {
@@ -149,6 +151,15 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
                                                   stream_);
     allocate_buffers();
     upload_dataset();
+    if (settings_.cull_occluded_cells) {
+        for (auto* b : {&culled_, &visited_, &seen_, &training_bits_}) {
+            b->resize(grid_->n_cells() / 8);
+            b->fill_bytes(0, stream_);
+        }
+        occlusion_recent_.resize(grid_->n_cells());
+        occlusion_recent_.fill_bytes(nerf::kOcclusionMemory, stream_);
+        refresh_occlusion(false);
+    }
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -247,6 +258,59 @@ gpu::NerfMarchView NerfCudaTrainer::march_view() const {
     return v;
 }
 
+gpu::NerfMarchView NerfCudaTrainer::training_march_view() const {
+    gpu::NerfMarchView v = march_view();
+    if (!settings_.cull_occluded_cells) return v;
+    v.probe_bits = v.bits;
+    v.bits = training_bits_.data();
+    return v;
+}
+
+NerfCudaTrainer::OcclusionState NerfCudaTrainer::occlusion_state() {
+    if (!settings_.cull_occluded_cells) throw std::logic_error("occlusion_state: sampling.cull_occluded_cells is off");
+    synchronize();
+    return {culled_.download(), visited_.download(), seen_.download(), training_bits_.download(),
+            occlusion_recent_.download()};
+}
+
+void NerfCudaTrainer::set_culled_cells(const std::vector<uint8_t>& culled) {
+    if (!settings_.cull_occluded_cells) throw std::logic_error("set_culled_cells: sampling.cull_occluded_cells is off");
+    if (culled.size() != culled_.size())
+        throw InputError("set_culled_cells: " + std::to_string(culled.size()) + " bytes, expected " +
+                         std::to_string(culled_.size()));
+    synchronize();
+    culled_.upload(culled);
+    refresh_occlusion(false);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
+    forget_marches();
+}
+
+void NerfCudaTrainer::set_occlusion_recent(const std::vector<uint8_t>& recent) {
+    if (!settings_.cull_occluded_cells) throw std::logic_error("set_occlusion_recent: sampling.cull_occluded_cells is off");
+    if (recent.size() != occlusion_recent_.size())
+        throw InputError("set_occlusion_recent: " + std::to_string(recent.size()) + " counters, expected " +
+                         std::to_string(occlusion_recent_.size()));
+    synchronize();
+    occlusion_recent_.upload(recent);
+}
+
+void NerfCudaTrainer::update_occlusion_mask() {
+    if (!settings_.cull_occluded_cells) throw std::logic_error("update_occlusion_mask: sampling.cull_occluded_cells is off");
+    synchronize();
+    refresh_occlusion(true);
+    FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
+    forget_marches();
+}
+
+// The occluded-cell mask (nerf/occlusion_mask.h) after the grid changed:
+// with `apply`, the update rule over the marks since the last one; else the
+// marks are dropped. Then the training march's bits from the grid's.
+void NerfCudaTrainer::refresh_occlusion(bool apply) {
+    gpu::launch_nerf_occlusion_update(grid_->bits(), culled_.data(), visited_.data(), seen_.data(),
+                                      occlusion_recent_.data(), training_bits_.data(), grid_->n_cells(), apply,
+                                      stream_);
+}
+
 std::string NerfCudaTrainer::describe() const {
     std::ostringstream os;
     os << "density " << density_->describe() << "; colour " << colour_->describe() << "; " << capacity_
@@ -265,6 +329,9 @@ void NerfCudaTrainer::density_values(const float* d_points, uint32_t n, float* d
 void NerfCudaTrainer::update_occupancy() {
     grid_->update([this](const float* p, uint32_t n, float* out) { density_values(p, n, out); }, (uint32_t)step_,
                   stream_);
+    // Before the warm-up ends the grid's densities are not yet the scene's:
+    // nothing is culled from them.
+    if (settings_.cull_occluded_cells) refresh_occlusion(step_ >= settings_.occupancy.warmup_steps);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
 }
 
@@ -392,7 +459,7 @@ void NerfCudaTrainer::issue_march(uint64_t step) {
     a.height = dataset_.images.height;
     a.snap_to_pixel_centers = settings_.snap_to_pixel_centers;
     a.background = settings_.training_background;
-    a.grid = march_view();
+    a.grid = training_march_view();
     a.samples = {m.positions.data(), m.directions.data(), 3, m.t.data(), m.dt.data(), march_limit_};
     a.ray_first = m.first.data();
     a.ray_count = m.count.data();
@@ -437,6 +504,11 @@ void NerfCudaTrainer::compact(MarchSet& m) {
     c.out_encoded = density_->encoded_input();
     c.encoded_dims = density_->n_encoded_dims();
     c.source_row = kept_source_row_.data();
+    if (settings_.cull_occluded_cells) {
+        c.visited = reinterpret_cast<uint32_t*>(visited_.data());
+        c.seen = reinterpret_cast<uint32_t*>(seen_.data());
+        c.n_cascades = grid_->n_cascades();
+    }
     gpu::launch_nerf_compact_rays(c, stream_);
 }
 
@@ -606,6 +678,11 @@ void NerfCudaTrainer::load_state(const nerf::NerfTrainingState& s) {
     density_->load(s.density_params, s.density_optimizer, s.step, "density", stream_);
     colour_->load(s.colour_params, s.colour_optimizer, s.step, "colour", stream_);
     grid_->upload(s.grid_density, s.grid_bits, stream_);
+    if (settings_.cull_occluded_cells) {  // snapshots keep no mask: nothing culled
+        culled_.fill_bytes(0, stream_);
+        occlusion_recent_.fill_bytes(nerf::kOcclusionMemory, stream_);
+        refresh_occlusion(false);
+    }
     FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));
     step_ = s.step;
     last_ = {};
@@ -630,13 +707,20 @@ json NerfCudaTrainer::diagnostics() const {
     // The march's own time on its stream; "march" above is what the step
     // still waited for it (less, where it ran beside the previous step).
     ms["march_kernels"] = timed_steps_ ? march_kernels_ms_ / (double)timed_steps_ : 0.0;
-    return json{{"step_ms", ms},
+    json d{{"step_ms", ms},
                 {"timed_steps", timed_steps_},
                 {"skipped_steps", skipped_steps_},
                 {"loss_scale", loss_scale_.scale()},
                 {"samples_per_step_budget", capacity_},
                 {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
                                {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};
+    if (settings_.cull_occluded_cells) {  // a synchronous copy, as download() is
+        FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
+        size_t culled = 0;
+        for (uint8_t byte : culled_.download()) culled += (size_t)__builtin_popcount(byte);
+        d["culled_cells"] = (double)culled / (double)grid_->n_cells();
+    }
+    return d;
 }
 
 void NerfCudaTrainer::set_learning_rate(double lr) {

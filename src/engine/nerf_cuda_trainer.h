@@ -80,6 +80,16 @@ public:
     uint64_t skipped_steps() const { return skipped_steps_; }
     std::string describe() const;
     DeviceOccupancyGrid& device_grid() { return *grid_; }
+    // The occluded-cell mask (sampling.cull_occluded_cells), for tests: a
+    // host copy; a given culled bitfield (drops the marks, recomputes the
+    // training bits); the update rule applied now.
+    struct OcclusionState {
+        std::vector<uint8_t> culled, visited, seen, training_bits, recent;
+    };
+    OcclusionState occlusion_state();
+    void set_culled_cells(const std::vector<uint8_t>& culled);
+    void set_occlusion_recent(const std::vector<uint8_t>& recent);  // a counter per cell
+    void update_occlusion_mask();
     cudaStream_t stream() const { return stream_; }
 
 private:
@@ -119,6 +129,10 @@ private:
     void forget_marches();
     bool occupancy_step(uint64_t step) const;
     gpu::NerfMarchView march_view() const;
+    // The training march's view: with cull_occluded_cells, the bits without
+    // the culled cells, the full ones for the probe rays.
+    gpu::NerfMarchView training_march_view() const;
+    void refresh_occlusion(bool apply);
     // Colour (3 channels) or depth (1: NerfTrainer::render_depth's
     // definition), rays marched through `box`.
     Image render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only);
@@ -144,6 +158,9 @@ private:
     cudaEvent_t march_after_ = nullptr;
     std::unique_ptr<DeviceModel> density_, colour_;
     std::unique_ptr<DeviceOccupancyGrid> grid_;
+    // The occluded-cell mask (sampling.cull_occluded_cells; grid layout).
+    gpu::DeviceBuffer<uint8_t> culled_, visited_, seen_, training_bits_;
+    gpu::DeviceBuffer<uint8_t> occlusion_recent_;  // a counter per cell
 
     uint32_t capacity_ = 0;  // samples per step after compaction (the networks' batch)
     uint32_t march_capacity_ = 0;  // marched samples per step, at most

@@ -101,6 +101,7 @@ NerfTrainer<T>::NerfTrainer(const NerfDataset& dataset, const json& config, cons
       density_(3, kDensityOutputs, nerf_density_model_config(config), derive_seed(settings.seed, 1)),
       colour_(kColourInputs, 3, nerf_colour_model_config(config), derive_seed(settings.seed, 2)),
       grid_((int)dataset.aabb_scale, settings.occupancy),
+      occlusion_(grid_.n_cascades()),
       rng_(derive_seed(settings.seed, 3)),
       ray_key_(derive_seed(settings.seed, 4)) {
     if (!config.contains("loss")) throw ConfigError("loss", "missing section");
@@ -132,6 +133,8 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
     b.first.assign(1, 0);
     std::vector<float> pos, dir;
     const uint64_t batch_index = batches_drawn_++;
+    // From the grid as it is now (an update, a restored snapshot, a test's set_density).
+    if (settings_.cull_occluded_cells) occlusion_.training_bits(grid_.bits(), training_bits_);
     for (uint32_t r = 0; r < n_rays; ++r) {
         TrainingRayDraw d = draw_training_ray(ray_key_, batch_index, r, (uint32_t)dataset_.frames.size(),
                                               images.width, images.height);
@@ -146,7 +149,8 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
         float px = 0, py = 0;
         training_ray_pixel(d, settings_.snap_to_pixel_centers, &px, &py);
         const Ray ray = camera_ray(dataset_.frames[d.frame].camera, px, py);
-        march_ray(ray.origin, ray.direction, bounds_, d.march_jitter, grid_.bits().data(), march_,
+        const uint8_t* bits = occlusion_probe_ray(r) ? grid_.bits().data() : training_march_bits().data();
+        march_ray(ray.origin, ray.direction, bounds_, d.march_jitter, bits, march_,
                   [&](Vec3 p, float t, float dt) {
                       for (int a = 0; a < 3; ++a) {
                           pos.push_back(p[a]);
@@ -170,7 +174,7 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
 
 template <typename T>
 T NerfTrainer<T>::loss_and_gradients(const NerfBatch<T>& b, std::vector<T>* density_grads,
-                                     std::vector<T>* colour_grads) {
+                                     std::vector<T>* colour_grads, std::vector<int>* used) {
     const size_t n_rays = b.n_rays();
     const Eigen::Index n = b.positions.rows();
     // Per-sample activations.
@@ -206,6 +210,10 @@ T NerfTrainer<T>::loss_and_gradients(const NerfBatch<T>& b, std::vector<T>* dens
             pred((Eigen::Index)r, c) = results[r].rgb[c];
             target((Eigen::Index)r, c) = b.target[3 * r + c];
         }
+    }
+    if (used) {
+        used->resize(n_rays);
+        for (size_t r = 0; r < n_rays; ++r) (*used)[r] = results[r].used;
     }
     const bool want_grads = density_grads || colour_grads;
     const T loss = loss_->evaluate(pred, target, want_grads ? &dpred : nullptr);
@@ -247,7 +255,10 @@ T NerfTrainer<T>::step() {
         update_occupancy();
     const NerfBatch<T> batch = sample_batch();
     last_samples_ = batch.t.size();
-    const T loss = loss_and_gradients(batch, &density_grads_, &colour_grads_);
+    std::vector<int> used;
+    const T loss = loss_and_gradients(batch, &density_grads_, &colour_grads_,
+                                      settings_.cull_occluded_cells ? &used : nullptr);
+    if (settings_.cull_occluded_cells) note_occlusion(batch, used);
     ++step_;
     if (!std::isfinite((double)loss)) {
         ++skipped_steps_;
@@ -276,6 +287,27 @@ void NerfTrainer<T>::density_at(const Matrix<float>& points, Matrix<float>& out)
 template <typename T>
 void NerfTrainer<T>::update_occupancy() {
     grid_.update([this](const Matrix<float>& p, Matrix<float>& d) { density_at(p, d); }, step_, rng_);
+    if (!settings_.cull_occluded_cells) return;
+    // Before the warm-up ends the grid still marches (nearly) everything and
+    // its densities are not yet the scene's: nothing is culled from them.
+    if (step_ >= settings_.occupancy.warmup_steps) occlusion_.update();
+    else occlusion_.clear_marks();
+}
+
+template <typename T>
+const std::vector<uint8_t>& NerfTrainer<T>::training_march_bits() const {
+    return settings_.cull_occluded_cells ? training_bits_ : grid_.bits();
+}
+
+// Every sample of the batch in its cell: seen when the ray composited it.
+template <typename T>
+void NerfTrainer<T>::note_occlusion(const NerfBatch<T>& b, const std::vector<int>& used) {
+    for (size_t r = 0; r < b.n_rays(); ++r)
+        for (uint32_t s = b.first[r]; s < b.first[r + 1]; ++s) {
+            const Vec3 p{(float)b.positions((Eigen::Index)s, 0), (float)b.positions((Eigen::Index)s, 1),
+                         (float)b.positions((Eigen::Index)s, 2)};
+            occlusion_.note_sample(p, (float)b.dt[s], (int)(s - b.first[r]) < used[r]);
+        }
 }
 
 // Colours of whole rays (pixel centres, no jitter) with the inference parameters.

@@ -32,6 +32,7 @@
 #include "model/model.h"
 #include "nerf/nerf_dataset.h"
 #include "nerf/nerf_model_layout.h"
+#include "nerf/occlusion_mask.h"
 #include "nerf/occupancy_grid.h"
 #include "nerf/ray_marching_math.h"
 #include "nerf/training_rays.h"
@@ -79,6 +80,9 @@ struct NerfTrainerSettings {
     // inside the pixel.
     bool snap_to_pixel_centers = true;
     TrainingBackground training_background;  // training_rays.h
+    // The training march skips the occupied cells no training ray has seen
+    // (nerf/occlusion_mask.h); from the end of the grid's warm-up.
+    bool cull_occluded_cells = false;
 };
 
 // One batch of rays and their samples, as drawn by a step (kept so a test can
@@ -114,7 +118,9 @@ public:
     // Loss of a batch with the current parameters; with gradients, also
     // dL/dparams of both models (resized, overwritten). Uses the models'
     // training forward (no EMA).
-    T loss_and_gradients(const NerfBatch<T>& batch, std::vector<T>* density_grads, std::vector<T>* colour_grads);
+    // With `used`, each ray's count of composited samples (render_ray's `used`).
+    T loss_and_gradients(const NerfBatch<T>& batch, std::vector<T>* density_grads, std::vector<T>* colour_grads,
+                         std::vector<int>* used = nullptr);
 
     // Inference (with the optimizers' inference parameters, EMA if any):
     // a W x H RGB image of `camera`, pixel centres, early termination,
@@ -157,6 +163,11 @@ public:
     void set_rng_state(uint64_t state) { rng_.set_state(state); }
     const OccupancyGrid& occupancy_grid() const { return grid_; }
     OccupancyGrid& occupancy_grid() { return grid_; }
+    const OcclusionMask& occlusion_mask() const { return occlusion_; }
+    OcclusionMask& occlusion_mask() { return occlusion_; }
+    // The bits training rays other than the probes march (the grid's bits
+    // without the culled cells; the grid's own bits when culling is off).
+    const std::vector<uint8_t>& training_march_bits() const;
     // Samples of the last batch (marching statistics).
     size_t last_sample_count() const { return last_samples_; }
 
@@ -167,6 +178,7 @@ private:
     Image render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only) const;
     void density_at(const Matrix<float>& points, Matrix<float>& sigma) const;
     void update_occupancy();
+    void note_occlusion(const NerfBatch<T>& batch, const std::vector<int>& used);
 
     const NerfDataset& dataset_;
     NerfTrainerSettings settings_;
@@ -179,6 +191,8 @@ private:
     std::unique_ptr<Optimizer<T>> density_optimizer_;
     std::unique_ptr<Optimizer<T>> colour_optimizer_;
     OccupancyGrid grid_;
+    OcclusionMask occlusion_;
+    std::vector<uint8_t> training_bits_;  // with cull_occluded_cells: grid bits & ~culled, per batch
     Rng rng_;             // occupancy grid updates
     uint64_t ray_key_;    // training rays (training_rays.h)
     uint64_t batches_drawn_ = 0;

@@ -100,19 +100,21 @@ NerfTrainerSettings nerf_settings_from_config(const json& config, float aabb_sca
     if (it == config.end()) return s;
     if (!it->is_object()) throw ConfigError("sampling", "must be an object");
     for (const auto& [key, value] : it->items()) {
-        if (key == "snap_to_pixel_centers") continue;  // a boolean: get_bool checks it
+        if (key == "snap_to_pixel_centers" || key == "cull_occluded_cells") continue;  // booleans: get_bool checks them
         if (key == "training_background") {
             s.training_background = training_background_from(value);
             continue;
         }
         if (key != "cone_angle" && key != "max_samples_per_ray" && key != "occupancy_update_interval" &&
             key != "occupancy_warmup_steps" && key != "samples_per_batch")
-            throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, max_samples_per_ray, "
-                                                 "occupancy_update_interval, occupancy_warmup_steps, "
-                                                 "samples_per_batch, snap_to_pixel_centers, training_background)");
+            throw ConfigError("sampling." + key, "unknown field (NeRF reads cone_angle, cull_occluded_cells, "
+                                                 "max_samples_per_ray, occupancy_update_interval, "
+                                                 "occupancy_warmup_steps, samples_per_batch, "
+                                                 "snap_to_pixel_centers, training_background)");
         if (!value.is_number() || value.get<double>() < 0) throw ConfigError("sampling." + key, "must be a number >= 0");
     }
     s.snap_to_pixel_centers = get_bool(*it, "sampling", "snap_to_pixel_centers", s.snap_to_pixel_centers);
+    s.cull_occluded_cells = get_bool(*it, "sampling", "cull_occluded_cells", s.cull_occluded_cells);
     s.cone_angle = (float)get_number(*it, "sampling", "cone_angle", s.cone_angle);
     s.max_samples_per_ray = (int)get_number(*it, "sampling", "max_samples_per_ray", s.max_samples_per_ray);
     if (s.max_samples_per_ray < 1) throw ConfigError("sampling.max_samples_per_ray", "must be at least 1");

@@ -108,7 +108,11 @@ public:
     OccupancyGrid occupancy_grid() const override { return trainer_.occupancy_grid(); }
     double learning_rate() const override { return trainer_.learning_rate(); }
     void set_learning_rate(double lr) override { trainer_.set_learning_rate(lr); }
-    json diagnostics() const override { return {{"skipped_steps", trainer_.skipped_steps()}}; }
+    json diagnostics() const override {
+        json d{{"skipped_steps", trainer_.skipped_steps()}, {"last_step", {{"marched_samples", trainer_.last_sample_count()}}}};
+        if (trainer_.settings().cull_occluded_cells) d["culled_cells"] = trainer_.occlusion_mask().fraction_culled();
+        return d;
+    }
 
     NerfTrainer<float>& trainer() { return trainer_; }
 

@@ -7,6 +7,7 @@
 #include "engine/nerf_training_change.h"
 #include "nerf/nerf_trainer.h"
 #include "nerf/nerf_training.h"
+#include "nerf/occlusion_mask.h"
 #include "nerf/ray_marching_math.h"
 #include "io_test_util.h"
 #include "nerf/synthetic_scene.h"
@@ -259,6 +260,104 @@ TEST(NerfGpu, MarchIssuedAheadSeesTheGridOfItsStep) {
     ASSERT_GT(with_samples, (size_t)n / 4);
     EXPECT_LT(on_old, with_samples - with_samples / 20);  // the update moved over 5 % of the rays' samples
     EXPECT_GE(on_new, with_samples - with_samples / 100);
+}
+
+// Bits set in exactly one of a and b, and in either.
+std::pair<size_t, size_t> bit_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    size_t differ = 0, any = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        differ += (size_t)__builtin_popcount((unsigned)(a[i] ^ b[i]));
+        any += (size_t)__builtin_popcount((unsigned)(a[i] | b[i]));
+    }
+    return {differ, any};
+}
+
+// sampling.cull_occluded_cells on both trainers, over one grid (the cells of
+// a ball) and one culled set (the ball's half with x > 0.5): the GPU's
+// training march places the CPU walk's samples, the probe rays (one in 16)
+// over the whole ball and the others over the half left; one step's marks
+// (cells visited, and seen where the ray composited the sample) agree; and
+// the GPU's mask update is the rule on its own marks, bit for bit.
+TEST(NerfGpu, CulledTrainingMarchAndOcclusionMarksMatchTheCpuTrainer) {
+    REQUIRE_DEVICE();
+    const Scene scene = synthetic_scene(6, 0, 16);
+    NerfTrainerSettings s = fixed_step_settings(2048);
+    s.cull_occluded_cells = true;
+    NerfTrainer<float> cpu_march_only(scene.train, small_config("L2"), s);
+    NerfTrainer<float> cpu(scene.train, small_config("L2"), s);
+    NerfCudaTrainer gpu(scene.train, small_config("L2"), s);
+    nerf::NerfTrainingState state = gpu.save_state();
+    std::fill(state.grid_bits.begin(), state.grid_bits.end(), 0);
+    std::vector<uint8_t> culled(state.grid_bits.size(), 0);
+    for (uint32_t m = 0; m < nerf::kGridCells; ++m) {
+        const Box3 b = nerf::cell_box(0, nerf::morton3_decode(m));
+        const Vec3 c = (b.lo + b.hi) * 0.5f;
+        if (length(c - Vec3{0.5f, 0.45f, 0.55f}) >= 0.3f) continue;
+        state.grid_bits[m >> 3] |= (uint8_t)(1u << (m & 7));
+        if (c.x > 0.5f) culled[m >> 3] |= (uint8_t)(1u << (m & 7));
+    }
+    for (NerfTrainer<float>* t : {&cpu_march_only, &cpu}) {
+        t->occupancy_grid().set_state(state.grid_density, state.grid_bits);
+        t->occlusion_mask().set_culled(culled);
+    }
+    gpu.load_state(state);
+    gpu.set_culled_cells(culled);
+    const nerf::NerfBatch<float> batch = cpu_march_only.sample_batch();
+    gpu.step();
+    cpu.step();
+    const std::vector<std::vector<float>> marched = gpu.marched_sample_t();
+    ASSERT_EQ(marched.size(), batch.n_rays());
+    size_t alike = 0, probes_with_samples = 0, probe_samples = 0, other_samples = 0, with_samples = 0;
+    for (size_t r = 0; r < marched.size(); ++r) {
+        const size_t n = batch.first[r + 1] - batch.first[r];
+        with_samples += n > 0;
+        (nerf::occlusion_probe_ray((uint32_t)r) ? probe_samples : other_samples) += n;
+        probes_with_samples += nerf::occlusion_probe_ray((uint32_t)r) && n > 0;
+    }
+    alike = rays_marched_alike(marched, batch);
+    std::printf("%zu rays with samples (%zu probes), %zu marched alike; samples per ray: probes %.1f, others %.1f\n",
+                with_samples, probes_with_samples, alike, (double)probe_samples / (marched.size() / 16.0),
+                (double)other_samples / (marched.size() * 15.0 / 16.0));
+    ASSERT_GT(with_samples, marched.size() / 4);
+    ASSERT_GT(probes_with_samples, 0u);
+    EXPECT_GE(alike, with_samples - with_samples / 100);
+    // The probes march the whole ball, the others about half of it.
+    EXPECT_GT((double)probe_samples / (marched.size() / 16.0),
+              1.5 * (double)other_samples / (marched.size() * 15.0 / 16.0));
+
+    const NerfCudaTrainer::OcclusionState marks = gpu.occlusion_state();
+    const nerf::OcclusionMask& want = cpu.occlusion_mask();
+    const auto [visited_differ, visited_any] = bit_difference(marks.visited, want.visited());
+    const auto [seen_differ, seen_any] = bit_difference(marks.seen, want.seen());
+    std::printf("visited cells: %zu, %zu differ; seen: %zu, %zu differ\n", visited_any, visited_differ, seen_any,
+                seen_differ);
+    ASSERT_GT(visited_any, 1000u);
+    ASSERT_GT(seen_any, 100u);
+    // Positions differ in their last bits (camera_ray), densities in fp16:
+    // a cell at a face or a sample at the termination point may go either way.
+    EXPECT_LE(visited_differ, visited_any / 100);
+    EXPECT_LE(seen_differ, seen_any / 50);
+    for (size_t i = 0; i < culled.size(); ++i)
+        ASSERT_EQ(marks.training_bits[i], (uint8_t)(state.grid_bits[i] & ~culled[i])) << "byte " << i;
+
+    // The counters start full: cull nothing for kOcclusionMemory periods.
+    // Set them as if they had run down, so this update culls.
+    for (uint8_t r : marks.recent) ASSERT_EQ(r, nerf::kOcclusionMemory);
+    std::vector<uint8_t> recent(marks.recent.size());
+    for (size_t c = 0; c < recent.size(); ++c) recent[c] = (uint8_t)(c % 3);  // 0, 1, 2: culls, keeps
+    gpu.set_occlusion_recent(recent);
+    gpu.update_occlusion_mask();
+    const NerfCudaTrainer::OcclusionState after = gpu.occlusion_state();
+    size_t newly_culled = 0;
+    for (size_t i = 0; i < culled.size(); ++i) {
+        const uint8_t expect = nerf::next_culled_cells(marks.culled[i], marks.visited[i], marks.seen[i], &recent[8 * i]);
+        newly_culled += (size_t)__builtin_popcount((unsigned)(expect & ~marks.culled[i]));
+        for (int b = 0; b < 8; ++b) ASSERT_EQ(after.recent[8 * i + b], recent[8 * i + b]) << "cell " << 8 * i + b;
+        ASSERT_EQ(after.culled[i], expect) << "byte " << i;
+        ASSERT_EQ(after.training_bits[i], (uint8_t)(state.grid_bits[i] & ~expect)) << "byte " << i;
+        ASSERT_EQ(after.visited[i] | after.seen[i], 0) << "byte " << i;
+    }
+    std::printf("the update culled %zu more cells\n", newly_culled);
 }
 
 TEST(NerfGpu, LossAndGradientsMatchTheCpuTrainerOnOneBatch) {
