@@ -181,6 +181,40 @@ TEST(NerfTrainer, CullOccludedCellsIsReadFromTheSamplingSection) {
     }
 }
 
+// sampling.cull_occluded_cells on the synthetic scene (the setup of
+// SyntheticSceneTrainsToTheStatedPsnr): cells inside the primitives get
+// culled from the training march, and the scene trains as well.
+TEST(NerfTrainer, CullingOccludedCellsTrainsTheSyntheticScene) {
+    const auto dir = test::make_temp_dir("nerf_trainer_cull");
+    write_synthetic_dataset(dir.string(), default_synthetic_scene(), 16, 2, 32, 32, 5);
+    const NerfDataset train = load_nerf_dataset((dir / "transforms_train.json").string());
+    const NerfDataset test = load_nerf_dataset((dir / "transforms_test.json").string());
+    NerfTrainerSettings s;
+    s.rays_per_batch = 512;
+    s.cone_angle = 1.f / 128;
+    s.max_samples_per_ray = 128;
+    s.occupancy.warmup_steps = 0;
+    s.cull_occluded_cells = true;
+    NerfTrainer<float> trainer(train, nerf_config(8, 14, 32, "Huber"), s);
+    for (int i = 0; i < 300; ++i) trainer.step();
+    const double psnr = trainer.psnr_on(test, {1, 1, 1});
+    auto count_bits = [](const std::vector<uint8_t>& bits) {
+        size_t n = 0;
+        for (uint8_t b : bits) n += (size_t)__builtin_popcount(b);
+        return n;
+    };
+    const size_t occupied = count_bits(trainer.occupancy_grid().bits());
+    const size_t marched = count_bits(trainer.training_march_bits());
+    std::printf("culling: test PSNR %.2f dB, %.4f of the cells culled, training march over %zu of %zu occupied cells\n",
+                psnr, trainer.occlusion_mask().fraction_culled(), marched, occupied);
+    // Seen (Release, 2 threads): 28.1 dB after 300 steps, 0.22 % of the cells
+    // (3.5 % of the occupied ones) culled; without culling 27.7 dB after 200
+    // (the test below).
+    EXPECT_GT(psnr, 22.0);
+    EXPECT_GT(trainer.occlusion_mask().fraction_culled(), 0.0);
+    EXPECT_LT(marched, occupied);
+}
+
 // Frames at `distance` from the cube's centre with focal length `focal`.
 NerfDataset frames_at(const std::vector<std::pair<float, float>>& distance_and_focal) {
     NerfDataset d;

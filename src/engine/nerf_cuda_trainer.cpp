@@ -708,12 +708,12 @@ json NerfCudaTrainer::diagnostics() const {
     // still waited for it (less, where it ran beside the previous step).
     ms["march_kernels"] = timed_steps_ ? march_kernels_ms_ / (double)timed_steps_ : 0.0;
     json d{{"step_ms", ms},
-                {"timed_steps", timed_steps_},
-                {"skipped_steps", skipped_steps_},
-                {"loss_scale", loss_scale_.scale()},
-                {"samples_per_step_budget", capacity_},
-                {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
-                               {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};
+           {"timed_steps", timed_steps_},
+           {"skipped_steps", skipped_steps_},
+           {"loss_scale", loss_scale_.scale()},
+           {"samples_per_step_budget", capacity_},
+           {"last_step", {{"rays", last_.rays}, {"rays_kept", last_.rays_kept},
+                          {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};
     if (settings_.cull_occluded_cells) {  // a synchronous copy, as download() is
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
         size_t culled = 0;
