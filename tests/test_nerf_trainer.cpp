@@ -181,21 +181,38 @@ TEST(NerfTrainer, CullOccludedCellsIsReadFromTheSamplingSection) {
     }
 }
 
-// sampling.cull_occluded_cells on the synthetic scene (the setup of
-// SyntheticSceneTrainsToTheStatedPsnr): cells inside the primitives get
-// culled from the training march, and the scene trains as well.
-TEST(NerfTrainer, CullingOccludedCellsTrainsTheSyntheticScene) {
-    const auto dir = test::make_temp_dir("nerf_trainer_cull");
+// The synthetic scene the fitting tests train on (16 train, 2 test views,
+// 32 x 32) and their sampling: 512 rays, a cone step, up to 128 samples.
+struct FitScene {
+    NerfDataset train, test;
+};
+FitScene fit_scene(const std::string& tag) {
+    const auto dir = test::make_temp_dir(tag);
     write_synthetic_dataset(dir.string(), default_synthetic_scene(), 16, 2, 32, 32, 5);
-    const NerfDataset train = load_nerf_dataset((dir / "transforms_train.json").string());
-    const NerfDataset test = load_nerf_dataset((dir / "transforms_test.json").string());
+    return {load_nerf_dataset((dir / "transforms_train.json").string()),
+            load_nerf_dataset((dir / "transforms_test.json").string())};
+}
+NerfTrainerSettings fit_settings() {
     NerfTrainerSettings s;
     s.rays_per_batch = 512;
     s.cone_angle = 1.f / 128;
     s.max_samples_per_ray = 128;
+    s.occupancy_update_interval = 16;
+    // No warm-up: a warm-up update evaluates all 128^3 cells (2M points),
+    // twice the cost of a regular one, for no gain on this small scene.
     s.occupancy.warmup_steps = 0;
+    return s;
+}
+
+// sampling.cull_occluded_cells on the synthetic scene (the setup of
+// SyntheticSceneTrainsToTheStatedPsnr): cells inside the primitives get
+// culled from the training march, and the scene trains as well.
+TEST(NerfTrainer, CullingOccludedCellsTrainsTheSyntheticScene) {
+    const FitScene scene = fit_scene("nerf_trainer_cull");
+    NerfTrainerSettings s = fit_settings();
     s.cull_occluded_cells = true;
-    NerfTrainer<float> trainer(train, nerf_config(8, 14, 32, "Huber"), s);
+    const NerfDataset& test = scene.test;
+    NerfTrainer<float> trainer(scene.train, nerf_config(8, 14, 32, "Huber"), s);
     for (int i = 0; i < 300; ++i) trainer.step();
     const double psnr = trainer.psnr_on(test, {1, 1, 1});
     auto count_bits = [](const std::vector<uint8_t>& bits) {
@@ -260,19 +277,9 @@ TEST(NerfTrainer, FinestGridLevelFollowsThePixelsAtTheSceneCentre) {
 }
 
 TEST(NerfTrainer, SyntheticSceneTrainsToTheStatedPsnr) {
-    const auto dir = test::make_temp_dir("nerf_trainer_fit");
-    write_synthetic_dataset(dir.string(), default_synthetic_scene(), 16, 2, 32, 32, 5);
-    const NerfDataset train = load_nerf_dataset((dir / "transforms_train.json").string());
-    const NerfDataset test = load_nerf_dataset((dir / "transforms_test.json").string());
-    NerfTrainerSettings s;
-    s.rays_per_batch = 512;
-    s.cone_angle = 1.f / 128;
-    s.max_samples_per_ray = 128;
-    s.occupancy_update_interval = 16;
-    // No warm-up: a warm-up update evaluates all 128^3 cells (2M points),
-    // twice the cost of a regular one, for no gain on this small scene.
-    s.occupancy.warmup_steps = 0;
-    NerfTrainer<float> trainer(train, nerf_config(8, 14, 32, "Huber"), s);
+    const FitScene scene = fit_scene("nerf_trainer_fit");
+    const NerfDataset& test = scene.test;
+    NerfTrainer<float> trainer(scene.train, nerf_config(8, 14, 32, "Huber"), fit_settings());
     const double psnr_before = trainer.psnr_on(test, {1, 1, 1});
     const auto t0 = std::chrono::steady_clock::now();
     const int steps = 200;

@@ -266,15 +266,21 @@ gpu::NerfMarchView NerfCudaTrainer::training_march_view() const {
     return v;
 }
 
+// The test hooks below read or set the mask, which exists only with the option.
+void NerfCudaTrainer::require_culling(const char* what) const {
+    if (!settings_.cull_occluded_cells)
+        throw std::logic_error(std::string(what) + ": sampling.cull_occluded_cells is off");
+}
+
 NerfCudaTrainer::OcclusionState NerfCudaTrainer::occlusion_state() {
-    if (!settings_.cull_occluded_cells) throw std::logic_error("occlusion_state: sampling.cull_occluded_cells is off");
+    require_culling("occlusion_state");
     synchronize();
     return {culled_.download(), visited_.download(), seen_.download(), training_bits_.download(),
             occlusion_recent_.download()};
 }
 
 void NerfCudaTrainer::set_culled_cells(const std::vector<uint8_t>& culled) {
-    if (!settings_.cull_occluded_cells) throw std::logic_error("set_culled_cells: sampling.cull_occluded_cells is off");
+    require_culling("set_culled_cells");
     if (culled.size() != culled_.size())
         throw InputError("set_culled_cells: " + std::to_string(culled.size()) + " bytes, expected " +
                          std::to_string(culled_.size()));
@@ -286,7 +292,7 @@ void NerfCudaTrainer::set_culled_cells(const std::vector<uint8_t>& culled) {
 }
 
 void NerfCudaTrainer::set_occlusion_recent(const std::vector<uint8_t>& recent) {
-    if (!settings_.cull_occluded_cells) throw std::logic_error("set_occlusion_recent: sampling.cull_occluded_cells is off");
+    require_culling("set_occlusion_recent");
     if (recent.size() != occlusion_recent_.size())
         throw InputError("set_occlusion_recent: " + std::to_string(recent.size()) + " counters, expected " +
                          std::to_string(occlusion_recent_.size()));
@@ -295,7 +301,7 @@ void NerfCudaTrainer::set_occlusion_recent(const std::vector<uint8_t>& recent) {
 }
 
 void NerfCudaTrainer::update_occlusion_mask() {
-    if (!settings_.cull_occluded_cells) throw std::logic_error("update_occlusion_mask: sampling.cull_occluded_cells is off");
+    require_culling("update_occlusion_mask");
     synchronize();
     refresh_occlusion(true);
     FUSEDNGP_GPU_CHECK(cudaEventRecord(march_after_, stream_));

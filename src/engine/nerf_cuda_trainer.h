@@ -133,6 +133,7 @@ private:
     // the culled cells, the full ones for the probe rays.
     gpu::NerfMarchView training_march_view() const;
     void refresh_occlusion(bool apply);
+    void require_culling(const char* what) const;
     // Colour (3 channels) or depth (1: NerfTrainer::render_depth's
     // definition), rays marched through `box`.
     Image render_pixels(const Camera& camera, const Box3& box, Vec3 background, bool depth_only);
