@@ -272,6 +272,11 @@ void NerfCudaTrainer::require_culling(const char* what) const {
         throw std::logic_error(std::string(what) + ": sampling.cull_occluded_cells is off");
 }
 
+static void require_occlusion_buffer_size(const char* what, size_t got, size_t expected) {
+    if (got != expected)
+        throw InputError(std::string(what) + ": " + std::to_string(got) + " bytes, expected " + std::to_string(expected));
+}
+
 NerfCudaTrainer::OcclusionState NerfCudaTrainer::occlusion_state() {
     require_culling("occlusion_state");
     synchronize();
@@ -281,9 +286,7 @@ NerfCudaTrainer::OcclusionState NerfCudaTrainer::occlusion_state() {
 
 void NerfCudaTrainer::set_culled_cells(const std::vector<uint8_t>& culled) {
     require_culling("set_culled_cells");
-    if (culled.size() != culled_.size())
-        throw InputError("set_culled_cells: " + std::to_string(culled.size()) + " bytes, expected " +
-                         std::to_string(culled_.size()));
+    require_occlusion_buffer_size("set_culled_cells", culled.size(), culled_.size());
     synchronize();
     culled_.upload(culled);
     refresh_occlusion(false);
@@ -293,9 +296,7 @@ void NerfCudaTrainer::set_culled_cells(const std::vector<uint8_t>& culled) {
 
 void NerfCudaTrainer::set_occlusion_recent(const std::vector<uint8_t>& recent) {
     require_culling("set_occlusion_recent");
-    if (recent.size() != occlusion_recent_.size())
-        throw InputError("set_occlusion_recent: " + std::to_string(recent.size()) + " counters, expected " +
-                         std::to_string(occlusion_recent_.size()));
+    require_occlusion_buffer_size("set_occlusion_recent", recent.size(), occlusion_recent_.size());
     synchronize();
     occlusion_recent_.upload(recent);
 }
@@ -722,9 +723,8 @@ json NerfCudaTrainer::diagnostics() const {
                           {"marched_samples", last_.marched_kept}, {"kept_samples", last_.samples_kept}}}};
     if (settings_.cull_occluded_cells) {  // a synchronous copy, as download() is
         FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream_));
-        size_t culled = 0;
-        for (uint8_t byte : culled_.download()) culled += (size_t)__builtin_popcount(byte);
-        d["culled_cells"] = (double)culled / (double)grid_->n_cells();
+        const std::vector<uint8_t> culled = culled_.download();
+        d["culled_cells"] = nerf::fraction_of_set_bits(culled.data(), culled.size());
     }
     return d;
 }

@@ -1,6 +1,7 @@
 #include "nerf/occlusion_mask.h"
 
 #include "core/errors.h"
+#include "nerf/occupancy_grid.h"
 
 #include <algorithm>
 #include <string>
@@ -46,11 +47,6 @@ void OcclusionMask::set_culled(const std::vector<uint8_t>& culled) {
     culled_ = culled;
 }
 
-float OcclusionMask::fraction_culled() const {
-    size_t set = 0;
-    for (uint8_t byte : culled_)
-        for (int b = 0; b < 8; ++b) set += (byte >> b) & 1u;
-    return (float)((double)set / (double)(culled_.size() * 8));
-}
+float OcclusionMask::fraction_culled() const { return fraction_of_set_bits(culled_.data(), culled_.size()); }
 
 } // namespace fusedngp::nerf

@@ -95,7 +95,7 @@ void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades) {
 
 bool OccupancyGrid::occupied(Vec3 p) const { return grid_occupied(bits_.data(), n_cascades_, p); }
 
-static float fraction_of_set_bits(const uint8_t* bytes, size_t n_bytes) {
+float fraction_of_set_bits(const uint8_t* bytes, size_t n_bytes) {
     size_t set = 0;
     for (size_t i = 0; i < n_bytes; ++i)
         for (int b = 0; b < 8; ++b) set += (bytes[i] >> b) & 1u;

@@ -53,6 +53,9 @@ using DensityBatchFn = std::function<void(const Matrix<float>& points, Matrix<fl
 // cascade's bits into the next coarser cascade's inner octant, finest first.
 void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades);
 
+// The fraction of the bits set in n_bytes bytes (a bitfield's occupied or culled cells).
+float fraction_of_set_bits(const uint8_t* bytes, size_t n_bytes);
+
 
 struct OccupancyGridSettings {
     float decay = 0.95f;
