@@ -32,6 +32,10 @@ struct NerfMarchView {
     // `bits` without the culled cells, and here the full bits, which the
     // probe rays march. Null: every ray marches `bits`.
     const uint8_t* probe_bits = nullptr;
+    // Optional: the grid's march skip mask (nerf/march_skip_mask.h), built
+    // from the full bits (so it also covers the culled training bits): the
+    // fixed-step warp march rules out empty rounds with it.
+    const uint8_t* skip_mask = nullptr;
 };
 
 // Per-sample outputs of a march. directions holds (dir + 1) / 2 in columns
@@ -239,6 +243,9 @@ void launch_nerf_grid_threshold(const double* cascade0_sum, float* threshold, cu
 void launch_nerf_grid_bits(const float* density, const float* threshold, size_t n_cells, uint8_t* bits,
                            cudaStream_t stream);
 // pool_cascade_bits: cascade k's inner octant ORs cascade k-1's bytes, k = 1 .. n-1.
+// The march skip mask of n_cascades cascades' bits (nerf/march_skip_mask.h).
+void launch_nerf_skip_mask(const uint8_t* bits, int n_cascades, uint8_t* skip_mask, cudaStream_t stream);
+
 void launch_nerf_grid_pool(uint8_t* bits, int n_cascades, cudaStream_t stream);
 // The occluded-cell mask at an occupancy update (nerf/occlusion_mask.h), over
 // bitfields of n_cells bits and `recent`, a counter byte per cell (8-byte

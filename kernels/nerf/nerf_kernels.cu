@@ -7,6 +7,7 @@
 
 #include "components/row_column.cuh"
 #include "gpu/components/device_buffer.h"
+#include "nerf/march_skip_mask.h"
 #include "nerf/nerf_model_layout.h"
 #include "nerf/training_rays.h"
 #include "nerf/volume_rendering.h"
@@ -69,17 +70,34 @@ __device__ void store_sample(const NerfSampleBuffers& s, uint32_t i, Vec3 p, Vec
 // whose tested cell is occupied (ray_marching_math.h). Starts at round
 // `first_round` with `n` samples before it; where `round_masks` is given,
 // round q's ballot (bit j: point 32 q + j emits) goes to round_masks[q] for
-// q < kStoredRounds.
+// q < kStoredRounds. With a skip mask (nerf/march_skip_mask.h), every 32nd
+// round the lanes first look at the next 32 rounds, one each, and the rounds
+// found empty are passed over (their stored ballot is 0).
 constexpr uint32_t kStoredRounds = kNerfStoredMarchRounds;
 
 template <typename Emit>
 __device__ int warp_march_fixed_step(Vec3 origin, Vec3 dir, const nerf::MarchCursor& c, const uint8_t* bits,
-                                     const nerf::MarchSettings& m, Emit&& emit, uint32_t first_round = 0, int n = 0,
-                                     uint32_t* round_masks = nullptr) {
+                                     const uint8_t* skip_mask, const nerf::MarchSettings& m, Emit&& emit,
+                                     uint32_t first_round = 0, int n = 0, uint32_t* round_masks = nullptr) {
     if (!(c.t <= c.t1)) return n;
     const uint32_t lane = lane_index();
     const uint32_t lanes_below = (1u << lane) - 1u;
+    uint32_t empty_rounds = 0;  // bit j: round looked_from + j is empty
+    uint32_t looked_from = first_round;
     for (uint32_t round = first_round, k0 = c.k + 32 * first_round;; ++round, k0 += 32) {
+        if (skip_mask != nullptr) {
+            if (round == looked_from + 32 || round == first_round) {
+                const uint32_t kl = k0 + 32 * lane;
+                const bool empty = nerf::lattice_t(c.t_start, kl + 31) <= c.t1 &&
+                                   nerf::lattice_round_empty(skip_mask, origin, dir, c.t_start, kl, m.n_cascades);
+                empty_rounds = __ballot_sync(kFullMask, empty);
+                looked_from = round;
+            }
+            if ((empty_rounds >> (round - looked_from)) & 1u) {
+                if (round_masks && round < kStoredRounds && lane == 0) round_masks[round] = 0;
+                continue;
+            }
+        }
         const float t = nerf::lattice_t(c.t_start, k0 + lane);
         const bool inside = t <= c.t1;
         Vec3 p{0, 0, 0};
@@ -142,8 +160,8 @@ __global__ void count_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     const nerf::MarchCursor c = nerf::march_start(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
                                                   a.grid.march);
     uint32_t* masks = r < a.masked_rays ? a.round_masks + (size_t)r * kStoredRounds : nullptr;
-    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, training_ray_bits(a, r), a.grid.march,
-                                        [](int, Vec3, float) {}, 0, 0, masks);
+    const int n = warp_march_fixed_step(tr.ray.origin, tr.ray.direction, c, training_ray_bits(a, r),
+                                        a.grid.skip_mask, a.grid.march, [](int, Vec3, float) {}, 0, 0, masks);
     if (lane_index() == 0) a.ray_count[r] = (uint32_t)n;
 }
 
@@ -202,7 +220,7 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
         store_sample(a.samples, base + (uint32_t)i, p, dir, t, nerf::kMinStep);
     };
     if (r >= a.masked_rays || !(c.t <= c.t1)) {
-        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.march, store);
+        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.skip_mask, a.grid.march, store);
         return;
     }
     // The count's ballots of the first kStoredRounds rounds, one per lane:
@@ -225,8 +243,8 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
     // A ray longer than the stored rounds marches on from there.
     const int stored = __shfl_sync(kFullMask, through, 31);
     if (stored < (int)n)
-        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.march, store, kStoredRounds,
-                              stored);
+        warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.skip_mask, a.grid.march, store,
+                              kStoredRounds, stored);
 }
 
 __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) {
@@ -686,6 +704,11 @@ __global__ void occlusion_update_kernel(const uint8_t* occupied, uint8_t* culled
     training_bits[b] = nerf::training_march_cells(occupied[b], c);
 }
 
+__global__ void skip_mask_kernel(const uint8_t* bits, uint32_t n_blocks, uint8_t* skip_mask) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n_blocks) skip_mask[i] = nerf::skip_mask_byte(bits, i);
+}
+
 // One thread per 2x2x2 block of coarse cells: the block is one byte of the
 // bitfield (Morton order, even start 32), so no two threads write a byte.
 __global__ void grid_pool_kernel(uint8_t* bits, int cascade) {
@@ -895,6 +918,12 @@ void launch_nerf_occlusion_update(const uint8_t* occupied, uint8_t* culled, uint
     const size_t n_bytes = n_cells / 8;
     occlusion_update_kernel<<<blocks_for(n_bytes), kThreads, 0, stream>>>(occupied, culled, visited, seen, recent,
                                                                           training_bits, n_bytes, apply);
+    FUSEDNGP_GPU_CHECK(cudaGetLastError());
+}
+
+void launch_nerf_skip_mask(const uint8_t* bits, int n_cascades, uint8_t* skip_mask, cudaStream_t stream) {
+    const uint32_t n = (uint32_t)n_cascades * nerf::kSkipBlocks;
+    skip_mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(bits, n, skip_mask);
     FUSEDNGP_GPU_CHECK(cudaGetLastError());
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "nerf/launch_nerf.h"
+#include "nerf/march_skip_mask.h"
 
 #include <algorithm>
 #include <string>
@@ -14,6 +15,7 @@ DeviceOccupancyGrid::DeviceOccupancyGrid(int n_cascades, nerf::OccupancyGridSett
     density_.resize(n_cells());
     fresh_.resize(n_cells());
     bits_.resize(n_cells() / 8);
+    skip_mask_.resize((size_t)n_cascades * nerf::kSkipBlocks);
     cells_.resize(nerf::kGridCells);
     occupied_.resize(nerf::kGridCells);
     n_occupied_.resize(1);
@@ -23,6 +25,7 @@ DeviceOccupancyGrid::DeviceOccupancyGrid(int n_cascades, nerf::OccupancyGridSett
     threshold_.resize(1);
     density_.fill_bytes(0, stream);
     bits_.fill_bytes(0xFF, stream);  // before the first update every cell is marched
+    gpu::launch_nerf_skip_mask(bits_.data(), n_cascades_, skip_mask_.data(), stream);
     size_t select_bytes = 0, sum_bytes = 0;
     gpu::nerf_occupied_cells(nullptr, 0, nullptr, nullptr, nullptr, select_bytes, stream);
     gpu::nerf_sum(nullptr, nerf::kGridCells, nullptr, nullptr, sum_bytes, stream);
@@ -69,6 +72,7 @@ void DeviceOccupancyGrid::finish_update(cudaStream_t stream) {
     gpu::launch_nerf_grid_threshold(sum_.data(), threshold_.data(), stream);
     gpu::launch_nerf_grid_bits(density_.data(), threshold_.data(), n_cells(), bits_.data(), stream);
     gpu::launch_nerf_grid_pool(bits_.data(), n_cascades_, stream);
+    gpu::launch_nerf_skip_mask(bits_.data(), n_cascades_, skip_mask_.data(), stream);
 }
 
 nerf::OccupancyGrid DeviceOccupancyGrid::download(int aabb_scale, cudaStream_t stream) const {
@@ -87,6 +91,12 @@ void DeviceOccupancyGrid::upload(const std::vector<float>& density, const std::v
     FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
     density_.upload(density);
     bits_.upload(bits);
+    gpu::launch_nerf_skip_mask(bits_.data(), n_cascades_, skip_mask_.data(), stream);
+}
+
+std::vector<uint8_t> DeviceOccupancyGrid::download_skip_mask(cudaStream_t stream) const {
+    FUSEDNGP_GPU_CHECK(cudaStreamSynchronize(stream));
+    return skip_mask_.download();
 }
 
 } // namespace fusedngp

@@ -28,6 +28,9 @@ public:
     int n_cascades() const { return n_cascades_; }
     size_t n_cells() const { return (size_t)n_cascades_ * nerf::kGridCells; }
     const uint8_t* bits() const { return bits_.data(); }
+    // nerf/march_skip_mask.h's mask of the bits, rebuilt whenever they change.
+    const uint8_t* skip_mask() const { return skip_mask_.data(); }
+    std::vector<uint8_t> download_skip_mask(cudaStream_t stream) const;
 
     // One update (every occupancy_update_interval training steps).
     void update(const DensityFn& density_fn, uint32_t step, cudaStream_t stream);
@@ -48,7 +51,7 @@ private:
     nerf::OccupancyGridSettings settings_;
     uint64_t key_;
     gpu::DeviceBuffer<float> density_, fresh_;
-    gpu::DeviceBuffer<uint8_t> bits_;
+    gpu::DeviceBuffer<uint8_t> bits_, skip_mask_;
     gpu::DeviceBuffer<uint32_t> cells_, occupied_, n_occupied_;
     gpu::DeviceBuffer<float> points_, values_, threshold_;
     gpu::DeviceBuffer<double> sum_;  // cascade 0's densities

@@ -253,6 +253,7 @@ void NerfCudaTrainer::upload_dataset() {
 gpu::NerfMarchView NerfCudaTrainer::march_view() const {
     gpu::NerfMarchView v;
     v.bits = grid_->bits();
+    v.skip_mask = grid_->skip_mask();
     v.bounds = bounds_;
     v.march = march_;
     return v;

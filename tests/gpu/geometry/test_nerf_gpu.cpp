@@ -5,6 +5,7 @@
 #include "gpu/device_test_util.h"
 #include "engine/nerf_cuda_trainer.h"
 #include "engine/nerf_training_change.h"
+#include "nerf/march_skip_mask.h"
 #include "nerf/nerf_trainer.h"
 #include "nerf/nerf_training.h"
 #include "nerf/occlusion_mask.h"
@@ -186,7 +187,8 @@ void expect_warp_march_places_cpu_samples(const NerfDataset& train, uint32_t ray
 }
 
 // A sparse grid (the cells of a ball) on both trainers, fixed step: the
-// GPU's warp march (32 lattice points per round; the write pass places the
+// GPU's warp march (32 lattice points per round, the rounds the grid's skip
+// mask finds empty passed over; the write pass places the
 // count pass's stored ballots of the first 32 rounds and marches on past
 // them) places the samples of the CPU's sequential walk, which skips empty
 // cells. aabb_scale 1 keeps every ray within 32 rounds (1024 lattice points
@@ -421,6 +423,7 @@ TEST(NerfGpu, OccupancyUpdateRuleMatchesTheCpuGridExactly) {
     size_t differing = 0;
     for (size_t i = 0; i < cpu.bits().size(); ++i) differing += got.bits()[i] != cpu.bits()[i];
     EXPECT_EQ(differing, 0u) << "of " << cpu.bits().size() << " bytes";  // bits and pooling agree
+    EXPECT_EQ(gpu.download_skip_mask(stream), nerf::march_skip_mask(cpu.bits(), n_cascades));
     EXPECT_GT(cpu.fraction_occupied(0), 0.002f);
     EXPECT_LT(cpu.fraction_occupied(0), 0.5f);
     cudaStreamDestroy(stream);
