@@ -223,10 +223,10 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
         warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.skip_mask, a.grid.march, store);
         return;
     }
-    // The count's ballots of the first kStoredRounds rounds, one per lane:
-    // lane q emits round q's samples after the rounds before it. Rounds past
-    // the ray's end hold older masks; their bits come after its n samples and
-    // are not emitted.
+    // The count's ballots of the first kStoredRounds rounds, lane q holding
+    // round q's, and their inclusive prefix counts. Rounds past the ray's end
+    // hold older masks; their bits come after its n samples and are not
+    // emitted.
     const uint32_t lane = lane_index();
     const uint32_t mask = a.round_masks[(size_t)r * kStoredRounds + lane];
     const int count = __popc(mask);
@@ -235,13 +235,29 @@ __global__ void write_training_rays_warp_kernel(const NerfTrainingRaysArgs a) {
         const int v = __shfl_up_sync(kFullMask, through, offset);
         if (lane >= (uint32_t)offset) through += v;
     }
-    int i = through - count;
-    for (uint32_t left = mask; left != 0 && i < (int)n; left &= left - 1, ++i) {
-        const float t = nerf::lattice_t(c.t_start, c.k + 32 * lane + (uint32_t)__ffs(left) - 1);
-        store(i, nerf::ray_point(tr.ray.origin, dir, t), t);
+    const int stored = __shfl_sync(kFullMask, through, 31);
+    // Sample i goes to lane i % 32, which finds its round (the first whose
+    // prefix count passes i, by bisection over the lanes) and its bit there:
+    // the stores spread over the warp instead of a lane storing a round's
+    // samples one after another.
+    const int placed = ::min(stored, (int)n);
+    for (int i0 = 0; i0 < placed; i0 += 32) {
+        const int i = i0 + (int)lane;
+        int lo = 0, hi = 31;
+        for (int step = 0; step < 5; ++step) {  // 32 lanes: five halvings leave lo == hi
+            const int mid = (lo + hi) / 2;
+            if (__shfl_sync(kFullMask, through, mid) > i) hi = mid;
+            else lo = mid + 1;
+        }
+        uint32_t bits = __shfl_sync(kFullMask, mask, lo);
+        const int before = __shfl_sync(kFullMask, through - count, lo);
+        if (i < placed) {
+            for (int skip = i - before; skip > 0; --skip) bits &= bits - 1;
+            const float t = nerf::lattice_t(c.t_start, c.k + 32 * (uint32_t)lo + (uint32_t)__ffs(bits) - 1);
+            store(i, nerf::ray_point(tr.ray.origin, dir, t), t);
+        }
     }
     // A ray longer than the stored rounds marches on from there.
-    const int stored = __shfl_sync(kFullMask, through, 31);
     if (stored < (int)n)
         warp_march_fixed_step(tr.ray.origin, dir, c, training_ray_bits(a, r), a.grid.skip_mask, a.grid.march, store,
                               kStoredRounds, stored);
