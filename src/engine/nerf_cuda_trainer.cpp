@@ -118,6 +118,7 @@ NerfCudaTrainer::NerfCudaTrainer(const NerfDataset& dataset, const json& config,
     n_rays_ = std::clamp(round_up(settings.rays_per_batch, 128), kMinRaysPerStep, max_rays_);
 
     march_ahead_ = !env_equals("FUSEDNGP_NERF_MARCH_AHEAD", "0");
+    march_skip_mask_ = !env_equals("FUSEDNGP_NERF_SKIP_MASK", "0");
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     FUSEDNGP_GPU_CHECK(cudaStreamCreateWithFlags(&march_stream_, cudaStreamNonBlocking));
     FUSEDNGP_GPU_CHECK(cudaEventCreateWithFlags(&march_after_, cudaEventDisableTiming));
@@ -253,7 +254,7 @@ void NerfCudaTrainer::upload_dataset() {
 gpu::NerfMarchView NerfCudaTrainer::march_view() const {
     gpu::NerfMarchView v;
     v.bits = grid_->bits();
-    v.skip_mask = grid_->skip_mask();
+    v.skip_mask = march_skip_mask_ ? grid_->skip_mask() : nullptr;
     v.bounds = bounds_;
     v.march = march_;
     return v;

@@ -195,6 +195,7 @@ private:
     // is read when the step retires, before the march 4 steps later reuses it.
     std::array<std::array<cudaEvent_t, 2>, 4> march_timing_{};
     bool march_ahead_ = true;  // FUSEDNGP_NERF_MARCH_AHEAD=0: each march in line, for A/B runs
+    bool march_skip_mask_ = true;  // FUSEDNGP_NERF_SKIP_MASK=0: every round tested, for A/B runs
     // The colour network's encoded column of the first density feature, where
     // the trainer writes the features itself (DeviceModel::encode_columns_by_caller);
     // -1: they go through colour_in_ and its encoding.
