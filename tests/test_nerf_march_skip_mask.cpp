@@ -160,3 +160,49 @@ TEST(NerfMarchSkipMask, RejectsBitsOfTheWrongSize) {
     EXPECT_THROW(march_skip_mask(std::vector<uint8_t>(kGridCells / 8 + 1, 0), 1), InputError);
     EXPECT_THROW(march_skip_mask(std::vector<uint8_t>(kGridCells / 8, 0), 2), InputError);
 }
+
+// march_ray with the mask against march_ray without it: the same samples,
+// exactly, with the fixed step and with a cone (whose steps outgrow the
+// finest cascades), on 1 to 4 cascades.
+TEST(NerfMarchSkipMask, MarchesWithTheMaskPlaceTheSamplesOfMarchesWithout) {
+    for (int n_cascades : {1, 2, 4}) {
+        for (float cone : {0.f, 1.f / 256.f}) {
+            SCOPED_TRACE(std::to_string(n_cascades) + " cascades, cone " + std::to_string(cone));
+            const std::vector<uint8_t> bits = ball_grid(n_cascades, {0.5f, 0.45f, 0.55f}, 0.25f, 30, 31 + n_cascades);
+            const std::vector<uint8_t> mask = march_skip_mask(bits, n_cascades);
+            MarchSettings m;
+            m.n_cascades = n_cascades;
+            m.cone_angle = cone;
+            const Box3 bounds = cascade_box(n_cascades - 1);
+            Rng rng(41 + n_cascades);
+            size_t rays_with_samples = 0, rays_past_clear_blocks = 0, samples = 0;
+            for (int r = 0; r < 2000; ++r) {
+                const Vec3 target{0.05f + 0.9f * rng.next_float(), 0.05f + 0.9f * rng.next_float(),
+                                  0.05f + 0.9f * rng.next_float()};
+                const Vec3 back = random_unit(rng);
+                const Vec3 origin = target + back * (1.5f * cascade_scale(n_cascades - 1));
+                const Vec3 dir = -1.f * back;
+                const float jitter = rng.next_float();
+                std::vector<float> plain, skipping;
+                march_ray(origin, dir, bounds, jitter, bits.data(), m, [&](Vec3, float t, float) { plain.push_back(t); });
+                bool clear_block = false;
+                march_ray(origin, dir, bounds, jitter, bits.data(), m, [&](Vec3, float t, float) { skipping.push_back(t); },
+                          mask.data());
+                // Whether the ray meets a clear block at all (the mask has work to do).
+                MarchCursor c = march_start(origin, dir, bounds, jitter, m);
+                for (float t = c.t; t <= c.t1 && !clear_block; t += 0.02f) {
+                    const Vec3 p = ray_point(origin, dir, t);
+                    const int k = cascade_of(p);
+                    clear_block = k < n_cascades && mask[skip_block_index(k, block_of(cell_of(p, k)))] == 0;
+                }
+                ASSERT_EQ(skipping, plain) << "ray " << r;
+                rays_with_samples += !plain.empty();
+                rays_past_clear_blocks += clear_block;
+                samples += plain.size();
+            }
+            EXPECT_GT(rays_with_samples, 200u);
+            EXPECT_GT(rays_past_clear_blocks, 1000u);
+            EXPECT_GT(samples, 5000u);
+        }
+    }
+}

@@ -33,8 +33,9 @@ struct NerfMarchView {
     // probe rays march. Null: every ray marches `bits`.
     const uint8_t* probe_bits = nullptr;
     // Optional: the grid's march skip mask (nerf/march_skip_mask.h), built
-    // from the full bits (so it also covers the culled training bits): the
-    // fixed-step warp march rules out empty rounds with it.
+    // from the full bits (so it also covers the culled training bits): every
+    // march passes empty space a block at a time with it, and the
+    // fixed-step warp march rules out empty rounds.
     const uint8_t* skip_mask = nullptr;
 };
 

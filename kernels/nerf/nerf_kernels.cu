@@ -171,7 +171,8 @@ __global__ void count_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     if (r >= a.n_rays) return;
     const TrainingRay tr = training_ray(a, r, true);
     a.ray_count[r] = (uint32_t)nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter,
-                                               training_ray_bits(a, r), a.grid.march, [](Vec3, float, float) {});
+                                               training_ray_bits(a, r), a.grid.march, [](Vec3, float, float) {},
+                                               a.grid.skip_mask);
 }
 
 // counters = {samples asked for, rays kept, samples kept} from the inclusive
@@ -274,7 +275,8 @@ __global__ void write_training_rays_thread_kernel(const NerfTrainingRaysArgs a) 
     if (!kept) return;
     const TrainingRay tr = training_ray(a, r, false);
     nerf::march_ray(tr.ray.origin, tr.ray.direction, a.grid.bounds, tr.jitter, training_ray_bits(a, r), a.grid.march,
-                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); });
+                    [&](Vec3 p, float t, float dt) { store_sample(a.samples, i++, p, tr.ray.direction, t, dt); },
+                    a.grid.skip_mask);
 }
 
 // Positions past the kept samples (to the capacity) -> the centre of the
@@ -607,7 +609,7 @@ __global__ void count_view_round_kernel(const NerfViewRays v, const NerfMarchVie
     const Ray ray = view_ray(v, i);
     nerf::MarchCursor c = state[i].cursor;
     counts[i] = (uint32_t)nerf::march_segment(ray.origin, ray.direction, c, (int)max_per_ray, g.bits, g.march,
-                                              [](Vec3, float, float) {});
+                                              [](Vec3, float, float) {}, g.skip_mask);
 }
 
 __global__ void march_view_round_kernel(const NerfViewRays v, const NerfMarchView g, NerfViewRayState* state,
@@ -618,7 +620,8 @@ __global__ void march_view_round_kernel(const NerfViewRays v, const NerfMarchVie
     const Ray ray = view_ray(v, i);
     uint32_t k = offsets[i] - offsets[ray_begin];
     nerf::march_segment(ray.origin, ray.direction, state[i].cursor, (int)max_per_ray, g.bits, g.march,
-                        [&](Vec3 p, float t, float dt) { store_sample(s, k++, p, ray.direction, t, dt); });
+                        [&](Vec3 p, float t, float dt) { store_sample(s, k++, p, ray.direction, t, dt); },
+                        g.skip_mask);
 }
 
 __global__ void composite_view_round_kernel(const uint32_t* offsets, uint32_t ray_begin, uint32_t ray_end,

@@ -1,21 +1,19 @@
-// Empty-space skipping for the GPU's fixed-step march (cone 0), which tests
-// lattice points in rounds of 32, one per lane of the ray's warp: a ray that
-// crosses 1.7 units of empty box spends ~30 rounds finding nothing. A coarse
-// mask lets one lane rule out a whole round at once, so a warp rules out the
-// next 32 rounds (1024 lattice points) with one lookup per lane.
-//
-// Blocks. A block is 8^3 cells of one cascade: cells with the same
-// (cell_a >> 3). In the occupancy grid's Morton order a block is one aligned
-// run of 512 bits (64 bytes), and its index k * 4096 + morton3(block) is the
-// cell's grid index >> 9. The skip mask holds one byte per block: nonzero
-// where the block or any of its 26 neighbours (in the same cascade) has an
-// occupied cell.
+// The occupancy grid's skip mask: one byte per block of 8^3 cells
+// (ray_marching_math.h, "Blocks of the skip mask"), nonzero where the block
+// or one of its 26 neighbours in its cascade holds an occupied cell. Marches
+// pass empty space with it a block at a time with the same samples:
+// march_segment (ray_marching_math.h empty_run_exit) past an empty cell
+// whose block is clear, and the GPU's fixed-step warp march, which tests
+// lattice points in rounds of 32 (one per lane) and would otherwise spend a
+// round on every 32 points of empty space: there each lane rules out a
+// whole round with one lookup (lattice_round_empty), so a warp rules out the
+// next 32 rounds at once.
 //
 // A round is the lattice points k0 .. k0 + 31 of a ray, from a (k0) to b
 // (k0 + 31). Along a ray each coordinate of the lattice points, and of their
 // cells, is monotone (ray_point and cell_coord round monotonically), so every
 // point of the round lies between a and b axis by axis. The round is empty
-// (lattice_round_empty) when
+// when
 //   - a and b lie in the same cascade k < n_cascades: the points between them
 //     lie in k's box, in cascade k or a finer one, whose occupied cells are
 //     pooled into k's bits (ray_marching_math.h pool_cascade_bit);
@@ -36,14 +34,7 @@
 
 namespace fusedngp::nerf {
 
-constexpr uint32_t kSkipBlockCells = 8;                     // cells per block edge
-constexpr uint32_t kSkipBlocksPerAxis = 128 / kSkipBlockCells;  // 16
-constexpr uint32_t kSkipBlocks = 16u * 16u * 16u;           // blocks per cascade
-constexpr uint32_t kSkipBlockBytes = 64;                    // a block's bits in the bitfield
-
-FUSEDNGP_HD uint32_t skip_block_index(int k, Cell3 block) {
-    return (uint32_t)k * kSkipBlocks + morton3(block.x, block.y, block.z);
-}
+constexpr uint32_t kSkipBlockBytes = 64;  // a block's bits in the bitfield
 
 // Whether the block holds an occupied cell: its 64 bytes of the bitfield.
 FUSEDNGP_HD bool skip_block_occupied(const uint8_t* bits, uint32_t block_index) {
@@ -86,8 +77,7 @@ FUSEDNGP_HD bool lattice_round_empty(const uint8_t* skip_mask, Vec3 origin, Vec3
     if (k >= n_cascades || cascade_of(b) != k) return false;
     const Cell3 ca = cell_of(a, k), cb = cell_of(b, k);
     if (!within_one_block(ca.x, cb.x) || !within_one_block(ca.y, cb.y) || !within_one_block(ca.z, cb.z)) return false;
-    const Cell3 block{ca.x / kSkipBlockCells, ca.y / kSkipBlockCells, ca.z / kSkipBlockCells};
-    return skip_mask[skip_block_index(k, block)] == 0;
+    return skip_mask[skip_block_index(k, block_of(ca))] == 0;
 }
 
 // The mask of a whole grid (bits: n_cascades * kGridCells / 8 bytes).

@@ -158,7 +158,8 @@ NerfBatch<T> NerfTrainer<T>::sample_batch() {
                       }
                       b.t.push_back((T)t);
                       b.dt.push_back((T)dt);
-                  });
+                  },
+                  grid_.skip_mask().data());
         b.first.push_back((uint32_t)b.t.size());
     }
     const Eigen::Index n = (Eigen::Index)b.t.size();
@@ -324,7 +325,7 @@ void NerfTrainer<T>::render_rays(const std::vector<Ray>& rays, const Box3& box, 
             }
             ts.push_back(t);
             dts.push_back(dt);
-        });
+        }, grid_.skip_mask().data());
         first.push_back((uint32_t)ts.size());
     }
     const Eigen::Index n = (Eigen::Index)ts.size();

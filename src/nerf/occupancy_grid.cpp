@@ -1,6 +1,7 @@
 #include "nerf/occupancy_grid.h"
 
 #include "core/errors.h"
+#include "nerf/march_skip_mask.h"
 #include "nerf/ray_marching_math.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@ OccupancyGrid::OccupancyGrid(int aabb_scale, OccupancyGridSettings settings) : s
                          " is not a power of two in [1, 128]");
     density_.assign((size_t)n_cascades_ * kGridCells, 0.f);
     bits_.assign((size_t)n_cascades_ * kGridCells / 8, 0xFF);
+    skip_mask_ = march_skip_mask(bits_, n_cascades_);
 }
 
 // The cells (Morton index within the cascade) to sample this update.
@@ -74,6 +76,7 @@ void OccupancyGrid::set_state(const std::vector<float>& density, const std::vect
                          std::to_string(bits_.size()));
     set_density(density);
     bits_ = bits;
+    skip_mask_ = march_skip_mask(bits_, n_cascades_);
 }
 
 void OccupancyGrid::update_bits() {
@@ -84,6 +87,7 @@ void OccupancyGrid::update_bits() {
     for (size_t i = 0; i < density_.size(); ++i)
         if (density_[i] > threshold_) bits_[i >> 3] |= (uint8_t)(1u << (i & 7));
     pool_cascade_bits(bits_, n_cascades_);
+    skip_mask_ = march_skip_mask(bits_, n_cascades_);
 }
 
 void pool_cascade_bits(std::vector<uint8_t>& bits, int n_cascades) {

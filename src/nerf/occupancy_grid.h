@@ -77,6 +77,8 @@ public:
     float threshold() const { return threshold_; }
     const std::vector<float>& density() const { return density_; }  // [n_cascades * 128^3], grid_index order
     const std::vector<uint8_t>& bits() const { return bits_; }      // [n_cascades * 128^3 / 8]
+    // nerf/march_skip_mask.h's mask of the bits (marches take it), rebuilt with them.
+    const std::vector<uint8_t>& skip_mask() const { return skip_mask_; }
     // Lets tests and the GPU twin start from a given state; recomputes the bits.
     void set_density(const std::vector<float>& density);
     // Restores a saved grid exactly (snapshots): densities and bits as they
@@ -93,6 +95,7 @@ private:
     float threshold_ = 0.f;
     std::vector<float> density_;
     std::vector<uint8_t> bits_;
+    std::vector<uint8_t> skip_mask_;
 };
 
 } // namespace fusedngp::nerf

@@ -23,7 +23,7 @@ Image render_occupancy_view(const OccupancyGrid& grid, const Camera& camera, Vec
             Vec3 colour = background;
             march_ray(ray.origin, ray.direction, bounds, 0.f, grid.bits().data(), march, [&](Vec3 p, float, float) {
                 for (int a = 0; a < 3; ++a) colour[a] = 0.2f + 0.8f * std::clamp(p[a], 0.f, 1.f);
-            });
+            }, grid.skip_mask().data());
             for (int c = 0; c < 3; ++c) img.pixels[img.index(x, y, c)] = colour[c];
         }
     }
@@ -41,7 +41,8 @@ std::vector<uint32_t> march_sample_counts(const OccupancyGrid& grid, const Camer
         for (int x = 0; x < width; ++x) {
             const Ray ray = camera_ray(camera, (float)x + 0.5f, (float)y + 0.5f);
             uint32_t& n = counts[(size_t)y * width + x];
-            march_ray(ray.origin, ray.direction, bounds, 0.f, grid.bits().data(), m, [&](Vec3, float, float) { ++n; });
+            march_ray(ray.origin, ray.direction, bounds, 0.f, grid.bits().data(), m, [&](Vec3, float, float) { ++n; },
+                      grid.skip_mask().data());
         }
     }
     return counts;

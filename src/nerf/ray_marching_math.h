@@ -219,6 +219,32 @@ FUSEDNGP_HD void pool_cascade_bit(uint8_t* bits, int k, Cell3 coarse) {
     }
 }
 
+// ---- Blocks of the skip mask -------------------------------------------------
+//
+// A block is 8^3 cells of one cascade (the cells with the same cell_a / 8).
+// In Morton order its cells are one aligned run of 512 bits (64 bytes of the
+// bitfield), and its index k * 4096 + morton3(block) is a cell's grid index
+// / 512. The skip mask (nerf/march_skip_mask.h) holds one byte per block:
+// nonzero where the block or one of its 26 neighbours holds an occupied cell.
+constexpr uint32_t kSkipBlockCells = 8;                         // cells per block edge
+constexpr uint32_t kSkipBlocksPerAxis = 128 / kSkipBlockCells;  // 16
+constexpr uint32_t kSkipBlocks = 16u * 16u * 16u;               // blocks per cascade
+
+FUSEDNGP_HD uint32_t skip_block_index(int k, Cell3 block) {
+    return (uint32_t)k * kSkipBlocks + morton3(block.x, block.y, block.z);
+}
+FUSEDNGP_HD Cell3 block_of(Cell3 c) { return {c.x / kSkipBlockCells, c.y / kSkipBlockCells, c.z / kSkipBlockCells}; }
+
+// Model-space box of a block: from its first cell's low corner to its last
+// cell's high corner.
+FUSEDNGP_HD Box3 block_box(int k, Cell3 block) {
+    const uint32_t n = kSkipBlockCells;
+    Box3 b;
+    b.lo = cell_box(k, Cell3{n * block.x, n * block.y, n * block.z}).lo;
+    b.hi = cell_box(k, Cell3{n * block.x + n - 1, n * block.y + n - 1, n * block.z + n - 1}).hi;
+    return b;
+}
+
 // ---- Rays --------------------------------------------------------------------
 
 // Distance from p (on the ray) to where the ray leaves the axis-aligned box.
@@ -236,15 +262,14 @@ FUSEDNGP_HD float cell_exit_t(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k) {
     return t + distance_to_exit(p, dir, inv_dir, cell_box(k, cell_of(p, k)));
 }
 
-// Skips the empty cell holding p = origin + t dir (cascade k): advances t along
-// the lattice, at least one step, until t passes the cell's exit.
-FUSEDNGP_HD float skip_empty_cell(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k, float cone_angle, int n_cascades) {
-    const float t_exit = cell_exit_t(t, p, dir, inv_dir, k);
+// Advances t along the cone lattice, at least one step, until it reaches t_exit.
+FUSEDNGP_HD float advance_past(float t, float t_exit, float cone_angle, int n_cascades) {
     do {
         t += march_step(t, cone_angle, n_cascades);
     } while (t < t_exit);
     return t;
 }
+
 
 // ---- The fixed-step lattice (cone 0) ---------------------------------------
 
@@ -307,12 +332,34 @@ FUSEDNGP_HD bool march_finished(const MarchCursor& c, const MarchSettings& m) {
     return !(c.t <= c.t1) || c.emitted >= m.max_samples;
 }
 
+// Where a march may resume past the empty cell `cell` of cascade k holding
+// p = origin + t dir: the cell's exit, or, where the skip mask clears the
+// cell's block and no point before the block's exit tests a cascade coarser
+// than k (the step there is short enough), the block's exit. The points
+// passed over then test cells of k or finer cascades within the block, all
+// empty: a finer occupied cell would be pooled into k's block or, within
+// rounding of a face, a neighbour, and the mask would not be clear.
+FUSEDNGP_HD float empty_run_exit(float t, Vec3 p, Vec3 dir, Vec3 inv_dir, int k, Cell3 cell, const uint8_t* skip_mask,
+                                 const MarchSettings& m) {
+    if (skip_mask != nullptr) {
+        const Cell3 block = block_of(cell);
+        if (skip_mask[skip_block_index(k, block)] == 0) {
+            const float t_block = t + distance_to_exit(p, dir, inv_dir, block_box(k, block));
+            if (dt_cascade(march_step(t_block, m.cone_angle, m.n_cascades), m.n_cascades) <= k) return t_block;
+        }
+    }
+    return cell_exit_t(t, p, dir, inv_dir, k);
+}
+
 // Continues a march from `c`, calling emit(Vec3 p, float t, float dt) for
 // each sample in an occupied cell, in order, until the march finishes or
 // max_emit samples are out; advances `c`. Returns the samples emitted.
+// skip_mask (optional): the grid's (nerf/march_skip_mask.h), built from
+// bits or a superset of them; empty space is then passed a block at a time
+// where it can be, with the same samples.
 template <typename Emit>
 FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emit, const uint8_t* bits,
-                              const MarchSettings& m, Emit&& emit) {
+                              const MarchSettings& m, Emit&& emit, const uint8_t* skip_mask = nullptr) {
     const Vec3 inv_dir = safe_inverse(dir);
     const bool fixed = fixed_step(m);
     float t = c.t;
@@ -335,7 +382,8 @@ FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emi
             advance(dt);
             continue;
         }
-        const uint32_t index = grid_index(kc, cell_of(p, kc));
+        const Cell3 cell = cell_of(p, kc);
+        const uint32_t index = grid_index(kc, cell);
         if (index != last_index) {
             last_index = index;
             last_bit = grid_bit(bits, index);
@@ -344,11 +392,14 @@ FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emi
             emit(p, t, dt);
             ++n;
             advance(dt);
-        } else if (fixed) {
-            k = first_lattice_index_at(c.t_start, cell_exit_t(t, p, dir, inv_dir, kc), k + 1);
+            continue;
+        }
+        const float t_exit = empty_run_exit(t, p, dir, inv_dir, kc, cell, skip_mask, m);
+        if (fixed) {
+            k = first_lattice_index_at(c.t_start, t_exit, k + 1);
             t = lattice_t(c.t_start, k);
         } else {
-            t = skip_empty_cell(t, p, dir, inv_dir, kc, m.cone_angle, m.n_cascades);
+            t = advance_past(t, t_exit, m.cone_angle, m.n_cascades);
         }
     }
     c.t = t;
@@ -363,9 +414,9 @@ FUSEDNGP_HD int march_segment(Vec3 origin, Vec3 dir, MarchCursor& c, int max_emi
 // `dir` must be unit length; t must stay below ~1e4 so t + kMinStep != t.
 template <typename Emit>
 FUSEDNGP_HD int march_ray(Vec3 origin, Vec3 dir, const Box3& bounds, float jitter, const uint8_t* bits,
-                          const MarchSettings& m, Emit&& emit) {
+                          const MarchSettings& m, Emit&& emit, const uint8_t* skip_mask = nullptr) {
     MarchCursor c = march_start(origin, dir, bounds, jitter, m);
-    return march_segment(origin, dir, c, m.max_samples, bits, m, emit);
+    return march_segment(origin, dir, c, m.max_samples, bits, m, emit, skip_mask);
 }
 
 } // namespace fusedngp::nerf
