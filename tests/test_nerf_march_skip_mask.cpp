@@ -3,6 +3,7 @@
 #include "nerf/march_skip_mask.h"
 #include "nerf/occupancy_grid.h"
 #include "nerf/ray_marching_math.h"
+#include "render/camera.h"
 
 #include "core/errors.h"
 #include "core/rng.h"
@@ -60,14 +61,20 @@ Vec3 random_unit(Rng& rng) {
     }
 }
 
+// A ray from a random point outside the grid of n_cascades towards a random
+// point of the unit cube (where the test grids' ball is).
+Ray ray_into_unit_cube(Rng& rng, int n_cascades) {
+    const Vec3 target{0.05f + 0.9f * rng.next_float(), 0.05f + 0.9f * rng.next_float(), 0.05f + 0.9f * rng.next_float()};
+    const Vec3 back = random_unit(rng);
+    return {target + back * (1.5f * cascade_scale(n_cascades - 1)), -1.f * back};
+}
+
 struct RoundCounts {
     size_t rounds = 0, empty = 0, occupied = 0, empty_but_occupied = 0;
 };
 
-// Rays from random points outside the grid towards random points of the unit
-// cube (where the ball is):
-// every whole round inside the box, tested by lattice_round_empty and point
-// by point.
+// Rays into the unit cube (ray_into_unit_cube): every whole round inside the
+// box, tested by lattice_round_empty and point by point.
 RoundCounts check_rounds(const std::vector<uint8_t>& bits, const std::vector<uint8_t>& mask, int n_cascades,
                          int n_rays, uint64_t seed) {
     const Box3 bounds = cascade_box(n_cascades - 1);
@@ -76,11 +83,8 @@ RoundCounts check_rounds(const std::vector<uint8_t>& bits, const std::vector<uin
     Rng rng(seed);
     RoundCounts out;
     for (int r = 0; r < n_rays; ++r) {
-        const Vec3 target{0.05f + 0.9f * rng.next_float(), 0.05f + 0.9f * rng.next_float(),
-                          0.05f + 0.9f * rng.next_float()};
-        const Vec3 back = random_unit(rng);
-        const Vec3 origin = target + back * (1.5f * cascade_scale(n_cascades - 1));
-        const Vec3 dir = -1.f * back;
+        const Ray ray = ray_into_unit_cube(rng, n_cascades);
+        const Vec3 origin = ray.origin, dir = ray.direction;
         const MarchCursor c = march_start(origin, dir, bounds, rng.next_float(), m);
         for (uint32_t k0 = 0; c.t <= c.t1 && lattice_t(c.t_start, k0 + 31) <= c.t1; k0 += 32) {
             bool any = false;
@@ -177,11 +181,8 @@ TEST(NerfMarchSkipMask, MarchesWithTheMaskPlaceTheSamplesOfMarchesWithout) {
             Rng rng(41 + n_cascades);
             size_t rays_with_samples = 0, rays_past_clear_blocks = 0, samples = 0;
             for (int r = 0; r < 2000; ++r) {
-                const Vec3 target{0.05f + 0.9f * rng.next_float(), 0.05f + 0.9f * rng.next_float(),
-                                  0.05f + 0.9f * rng.next_float()};
-                const Vec3 back = random_unit(rng);
-                const Vec3 origin = target + back * (1.5f * cascade_scale(n_cascades - 1));
-                const Vec3 dir = -1.f * back;
+                const Ray ray = ray_into_unit_cube(rng, n_cascades);
+                const Vec3 origin = ray.origin, dir = ray.direction;
                 const float jitter = rng.next_float();
                 std::vector<float> plain, skipping;
                 march_ray(origin, dir, bounds, jitter, bits.data(), m, [&](Vec3, float t, float) { plain.push_back(t); });

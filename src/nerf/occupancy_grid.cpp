@@ -62,11 +62,15 @@ void OccupancyGrid::update(const DensityBatchFn& density_fn, uint32_t step, Rng&
     update_bits();
 }
 
-void OccupancyGrid::set_density(const std::vector<float>& density) {
+void OccupancyGrid::assign_density(const std::vector<float>& density) {
     if (density.size() != density_.size())
         throw InputError("occupancy grid: density has " + std::to_string(density.size()) + " values, expected " +
                          std::to_string(density_.size()));
     density_ = density;
+}
+
+void OccupancyGrid::set_density(const std::vector<float>& density) {
+    assign_density(density);
     update_bits();
 }
 
@@ -74,15 +78,20 @@ void OccupancyGrid::set_state(const std::vector<float>& density, const std::vect
     if (bits.size() != bits_.size())
         throw InputError("occupancy grid: bitfield has " + std::to_string(bits.size()) + " bytes, expected " +
                          std::to_string(bits_.size()));
-    set_density(density);
+    assign_density(density);
+    update_threshold();
     bits_ = bits;
     skip_mask_ = march_skip_mask(bits_, n_cascades_);
 }
 
-void OccupancyGrid::update_bits() {
+void OccupancyGrid::update_threshold() {
     double sum = 0;  // mean over cascade 0 (the scene's unit cube), fixed order
     for (uint32_t i = 0; i < kGridCells; ++i) sum += density_[i];
     threshold_ = std::min(kOccupancyDensity, (float)(sum / kGridCells));
+}
+
+void OccupancyGrid::update_bits() {
+    update_threshold();
     std::fill(bits_.begin(), bits_.end(), 0);
     for (size_t i = 0; i < density_.size(); ++i)
         if (density_[i] > threshold_) bits_[i >> 3] |= (uint8_t)(1u << (i & 7));

@@ -88,6 +88,8 @@ public:
 
 private:
     std::vector<uint32_t> sample_cells(int cascade, bool warmup, Rng& rng) const;
+    void assign_density(const std::vector<float>& density);  // size-checked
+    void update_threshold();
     void update_bits();
 
     int n_cascades_ = 1;
